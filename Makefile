@@ -1,0 +1,46 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both build .venv when it is missing.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+OUT ?= rendered
+
+.PHONY: venv demo test lint typecheck contracts unit fuzz bench golden clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/minicluster demo -o $(OUT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+contracts: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck contracts unit
+
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest tests/test_fuzz.py
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+golden: $(STAMP)
+	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
+
+clean:
+	rm -rf $(VENV) $(OUT) build dist .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,22 @@
+"""flux-minicluster: Flux Framework MiniClusters on Kubernetes with Pulumi.
+
+``components.MiniCluster`` is the Pulumi ComponentResource. It is loaded lazily so that the pure
+core (``components.core``) and the ``minicluster validate`` command never pay for importing Pulumi.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.deploy.minicluster import MiniCluster, MiniClusterArgs
+
+__all__ = ["MiniCluster", "MiniClusterArgs"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from components.deploy import minicluster
+
+        return getattr(minicluster, name)
+    raise AttributeError(f"module 'components' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""The ``minicluster`` command line."""

@@ -1,0 +1,1 @@
+"""The pure core: spec model, hostlists, certificates and rendering. Never imports Pulumi."""

@@ -1,0 +1,48 @@
+"""The one error type a user sees for a bad spec, config or file.
+
+Every check in the project reports problems the same way: a dotted field path in the operator's
+camelCase spelling (``spec.containers[0].volumes.data``) and a message that says what is allowed.
+Collecting them into one exception lets the CLI print one line per problem and lets the Pulumi
+layer refuse a spec before a single resource is registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with the input, at one place."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class SpecError(ValueError):
+    """A MiniCluster spec (or a stack config, or a file) that must not be deployed."""
+
+    def __init__(self, problems: Iterable[Problem] | Problem | str, *, source: str = "") -> None:
+        if isinstance(problems, str):
+            problems = [Problem("", problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: list[Problem] = list(problems)
+        self.source = source
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        prefix = f"{self.source}: " if self.source else ""
+        return "\n".join(prefix + str(p) for p in self.problems) or prefix + "invalid input"
+
+    def with_source(self, source: str) -> SpecError:
+        """The same problems, attributed to a file or stack so the CLI can name it."""
+        return SpecError(self.problems, source=source)
+
+    def lines(self) -> list[str]:
+        """One printable line per problem, as the CLI shows them."""
+        return self._text().splitlines()

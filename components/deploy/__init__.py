@@ -1,0 +1,1 @@
+"""The Pulumi layer: the MiniCluster component, the keygen Command, stacks and bursting."""

@@ -1,0 +1,1 @@
+"""Policy rules over rendered Kubernetes manifests, shared by the CrossGuard pack and the CLI."""
