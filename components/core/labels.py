@@ -1,0 +1,47 @@
+"""Labels and annotations that tie rendered objects to their MiniCluster.
+
+They are the contract between the renderer, the Pulumi layer and the policy rules: a rule finds
+"the Job of MiniCluster X" or "the certificate's public key" through these keys alone, so the same
+rules work on objects rendered offline, on Pulumi's resource props and on YAML from disk.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+DOMAIN: Final = "minicluster.flux-framework.org"
+
+# On every object we render.
+NAME_LABEL: Final = "app.kubernetes.io/name"  # the operator's label, value = MiniCluster name
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "flux-minicluster"
+CLUSTER_LABEL: Final = f"{DOMAIN}/cluster"  # value = MiniCluster name
+# On the entrypoint ConfigMap and the curve Secret of a cluster that is part of a bursting group:
+# value = the lead (root) MiniCluster's name. Every member of the group must agree on the hostlist
+# order and the certificate.
+BURST_GROUP_LABEL: Final = f"{DOMAIN}/burst-group"
+
+# The operator's pod labels, kept for users who select on them.
+OPERATOR_POD_LABELS_APP: Final = ("app", "flux-operator")
+HPA_SELECTOR_LABEL: Final = "hpa-selector"
+# Set by the Job controller on every Indexed Job pod; rank 0 is index "0".
+COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL: Final = "job-name"
+
+# On the Job.
+MAX_SIZE_ANNOTATION: Final = f"{DOMAIN}/max-size"  # str(maxSize)
+LIFECYCLE_ANNOTATION: Final = f"{DOMAIN}/lifecycle"  # "persistent" or "ephemeral"
+ROLE_ANNOTATION: Final = f"{DOMAIN}/role"  # "standalone", "root" or "burst"
+
+# On the curve Secret: the certificate's public key (not secret), so that checks can compare
+# certificates across clusters without reading the secret key.
+CURVE_PUBLIC_KEY_ANNOTATION: Final = f"{DOMAIN}/curve-public-key"
+
+# Pulumi await control (pulumi-kubernetes annotations).
+SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
+WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
+
+# Keys of the entrypoint ConfigMap that users and checks read directly.
+BROKER_TOML_KEY: Final = "broker.toml"
+HOSTLIST_KEY: Final = "hostlist"
+CURVE_CERT_KEY: Final = "curve.cert"
