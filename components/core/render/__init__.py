@@ -1,0 +1,1 @@
+"""Spec in, Kubernetes manifests out: the single source of truth for what lands in a cluster."""

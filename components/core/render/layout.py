@@ -1,0 +1,43 @@
+"""Where things live inside a MiniCluster pod.
+
+The entrypoint scripts, the init container and the pod volumes must agree on these paths, and an
+operator user expects the operator's layout (``/flux_operator/wait-0.sh``, ``/mnt/flux/view``,
+``/opt/software``), so they are defined once here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# The entrypoint ConfigMap (scripts, broker.toml, hostlist), mounted read-only.
+ENTRYPOINT_DIR: Final = "/flux_operator"
+# The curve Secret, mounted read-only; the entrypoint copies the file and makes it 0600, since
+# Flux refuses a certificate readable by group or other and a Secret mount may be group-readable.
+CURVE_DIR: Final = "/mnt/curve"
+CURVE_FILE: Final = "curve.cert"
+# The spack software tree of the flux view; its binaries have absolute RPATHs into it.
+SOFTWARE_DIR: Final = "/opt/software"
+# Fallback $HOME when the image's home is "/".
+HOME_DIR: Final = "/home/flux-operator"
+
+# Fixed pod volume names.
+SOFTWARE_VOLUME: Final = "spack-software"
+HOME_VOLUME: Final = "flux-operator-home"
+CURVE_VOLUME: Final = "curve-cert"
+# The entrypoint ConfigMap volume is named after the ConfigMap (<name>-entrypoint); the flux view
+# emptyDir after flux.container.name (flux-view), as the operator names them.
+
+# ConfigMap keys (and the file names they are mounted as).
+INIT_SCRIPT: Final = "flux-init.sh"
+BROKER_TOML: Final = "broker.toml"
+HOSTLIST: Final = "hostlist"
+
+
+def wait_script(index: int) -> str:
+    """The Flux container's entrypoint, keyed by the container's index as the operator does."""
+    return f"wait-{index}.sh"
+
+
+def start_script(index: int) -> str:
+    """A wrapped sidecar's entrypoint."""
+    return f"start-{index}.sh"
