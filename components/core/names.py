@@ -1,0 +1,109 @@
+"""The name rules the Kubernetes API server enforces, checked before anything is sent to it.
+
+A MiniCluster's name becomes pod host names, Service names and label values, and a bad one is
+otherwise reported by the API server halfway through a ``pulumi up``. Each check returns None when
+the value is fine or one sentence saying what is allowed, so callers can wrap it in a ``Problem``
+with the field path in front. The rules and limits follow ``k8s.io/apimachinery``'s
+``validation`` package.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = [
+    "dns1123_label",
+    "dns1123_subdomain",
+    "env_var_name",
+    "label_key",
+    "label_value",
+    "port",
+]
+
+_LABEL_PART: Final = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_RE: Final = re.compile(_LABEL_PART)
+_DNS1123_SUBDOMAIN_RE: Final = re.compile(rf"{_LABEL_PART}(?:\.{_LABEL_PART})*")
+_QUALIFIED_NAME_RE: Final = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_ENV_VAR_RE: Final = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+
+LABEL_MAX: Final = 63
+SUBDOMAIN_MAX: Final = 253
+
+_LABEL_RULE: Final = (
+    "must be a DNS-1123 label: at most 63 lowercase letters, digits or '-', "
+    "starting and ending with a letter or digit"
+)
+_SUBDOMAIN_RULE: Final = (
+    "must be a DNS-1123 subdomain: at most 253 characters, dot-separated parts of lowercase "
+    "letters, digits or '-', each starting and ending with a letter or digit"
+)
+_NAME_RULE: Final = (
+    "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
+_LABEL_VALUE_RULE: Final = f"must be a label value: empty, or {_NAME_RULE}"
+_LABEL_KEY_RULE: Final = (
+    f"must be a label key: an optional DNS-1123 subdomain prefix and '/', then a name of "
+    f"{_NAME_RULE}"
+)
+_ENV_VAR_RULE: Final = (
+    "must be an environment variable name: letters, digits, '-', '_' or '.', "
+    "not starting with a digit"
+)
+
+
+def _too_long(value: str, limit: int) -> str:
+    return f" (it has {len(value)} characters)" if len(value) > limit else ""
+
+
+def dns1123_label(value: str) -> str | None:
+    """Names that become host names: MiniCluster and Service names, pod host names."""
+    if len(value) <= LABEL_MAX and _DNS1123_LABEL_RE.fullmatch(value):
+        return None
+    return _LABEL_RULE + _too_long(value, LABEL_MAX)
+
+
+def dns1123_subdomain(value: str) -> str | None:
+    """Names of most objects (ConfigMaps, Secrets, Jobs) and label-key prefixes."""
+    if len(value) <= SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        return None
+    return _SUBDOMAIN_RULE + _too_long(value, SUBDOMAIN_MAX)
+
+
+def label_value(value: str) -> str | None:
+    """Label values; empty is allowed, as Kubernetes allows it."""
+    if not value or (len(value) <= LABEL_MAX and _QUALIFIED_NAME_RE.fullmatch(value)):
+        return None
+    return _LABEL_VALUE_RULE + _too_long(value, LABEL_MAX)
+
+
+def label_key(value: str) -> str | None:
+    """Label and annotation keys: ``[prefix/]name`` with a DNS-subdomain prefix."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and not prefix:
+        return f"{_LABEL_KEY_RULE}; the prefix before '/' is empty"
+    if "/" in prefix:
+        return f"{_LABEL_KEY_RULE}; it has more than one '/'"
+    if slash and dns1123_subdomain(prefix):
+        return f"{_LABEL_KEY_RULE}; the prefix {prefix!r} is not a DNS-1123 subdomain"
+    if not name:
+        return f"{_LABEL_KEY_RULE}; the name part is empty"
+    if len(name) > LABEL_MAX or not _QUALIFIED_NAME_RE.fullmatch(name):
+        return _LABEL_KEY_RULE + _too_long(name, LABEL_MAX)
+    return None
+
+
+def env_var_name(value: str) -> str | None:
+    """Environment variable names in a container's ``environment`` map."""
+    if not _ENV_VAR_RE.fullmatch(value):
+        return _ENV_VAR_RULE
+    if value in (".", "..") or value.startswith(".."):
+        return f"{_ENV_VAR_RULE}, and not '.', '..' or starting with '..'"
+    return None
+
+
+def port(value: object) -> str | None:
+    """Container and Service ports; takes any object because YAML may hand over "8050"."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return None
+    return "must be a port number: an integer from 1 to 65535"
