@@ -154,9 +154,11 @@ def test_block_matches_the_operator(prefix: str, size: int, expected: str) -> No
     assert count(expected) == size
 
 
-@pytest.mark.parametrize(("prefix", "size"), [("x-", 0), ("x-", -3), ("bad,prefix-", 2)])
-def test_block_refuses_empty_clusters_and_bad_prefixes(prefix: str, size: int) -> None:
-    with pytest.raises(ValueError, match=r"at least one host|not allowed"):
+@pytest.mark.parametrize(
+    ("prefix", "size"), [("x-", 0), ("x-", -3), ("x-", 1048577), ("bad,prefix-", 2)]
+)
+def test_block_refuses_sizes_and_prefixes_flux_would_not_read(prefix: str, size: int) -> None:
+    with pytest.raises(ValueError, match=r"at least one host|at most 1048576 hosts|not allowed"):
         block(prefix, size)
 
 

@@ -238,6 +238,8 @@ def block(prefix: str, size: int) -> str:
     """
     if size < 1:
         raise ValueError(f"a hostlist block needs at least one host, got size {size}")
+    if size > MAX_RANGE:
+        raise ValueError(f"a hostlist block holds at most {MAX_RANGE} hosts, got size {size}")
     text = f"{prefix}[0]" if size == 1 else f"{prefix}[0-{size - 1}]"
     _check_affix(text, text, prefix)
     return text
