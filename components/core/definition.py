@@ -211,7 +211,9 @@ def _check_header(document: Mapping[str, Any]) -> list[Problem]:
     for key in document:
         if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
             problems.append(
-                Problem(str(key), "unknown field; a MiniCluster has apiVersion, kind, metadata, spec")
+                Problem(
+                    str(key), "unknown field; a MiniCluster has apiVersion, kind, metadata, spec"
+                )
             )
     return problems
 

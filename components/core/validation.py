@@ -138,29 +138,30 @@ def translate_errors(
 
 def _model_at(root: type[BaseModel] | None, loc: list[int | str]) -> type[BaseModel] | None:
     """The model class that sits at ``loc`` below ``root``, following lists and dicts."""
-    model: Any = root
+    annotation: Any = root
     for part in loc:
-        if model is None:
-            return None
-        if isinstance(model, type) and issubclass(model, BaseModel):
+        annotation = _strip_optional(annotation)
+        origin = get_origin(annotation)
+        if origin in (list, dict):
+            annotation = get_args(annotation)[-1]  # a list index or a mapping key
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             field = next(
-                (f for n, f in model.model_fields.items() if part in (n, f.alias)),
-                None,
+                (f for n, f in annotation.model_fields.items() if part in (n, f.alias)), None
             )
             if field is None:
                 return None
-            model = _unwrap(field.annotation)
+            annotation = field.annotation
         else:
-            model = _unwrap(model)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+            return None
+    annotation = _strip_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
 
 
-def _unwrap(annotation: Any) -> Any:
-    """The model inside ``X | None``, ``list[X]`` or ``dict[str, X]``."""
-    origin = get_origin(annotation)
-    if origin in (list, dict):
-        return _unwrap(get_args(annotation)[-1])
-    if origin is not None:
+def _strip_optional(annotation: Any) -> Any:
+    """``X | None`` -> ``X`` when X is a model; other annotations unchanged."""
+    if get_origin(annotation) not in (list, dict, None):
         for arg in get_args(annotation):
             if isinstance(arg, type) and issubclass(arg, BaseModel):
                 return arg
@@ -229,8 +230,7 @@ def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
     if s.max_size > MAX_INDEXED_COMPLETIONS:
         yield Problem(
             "spec.maxSize",
-            f"must be at most {MAX_INDEXED_COMPLETIONS} (the Indexed Job limit), "
-            f"got {s.max_size}",
+            f"must be at most {MAX_INDEXED_COMPLETIONS} (the Indexed Job limit), got {s.max_size}",
         )
     if s.min_size < 0:
         yield Problem("spec.minSize", f"must be at least 0, got {s.min_size}")
@@ -436,12 +436,13 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
     if flux.connect_timeout and not _FSD.match(flux.connect_timeout):
         yield Problem(
             "spec.flux.connectTimeout",
-            f"must be a Flux duration such as 5s, 500ms, 2m (or empty), got {flux.connect_timeout!r}",
+            "must be a Flux duration such as 5s, 500ms, 2m (or empty), "
+            f"got {flux.connect_timeout!r}",
         )
     if flux.topology and not _TOPOLOGY.match(flux.topology):
         yield Problem(
             "spec.flux.topology",
-            "must be kary:<N>, binomial, mincrit[:<N>] or custom, " f"got {flux.topology!r}",
+            f"must be kary:<N>, binomial, mincrit[:<N>] or custom, got {flux.topology!r}",
         )
     for key in flux.environment:
         if msg := names.env_var_name(key):

@@ -31,7 +31,7 @@ class _StrictLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise yaml.YAMLError(
                     f"line {mark.line + 1}: more than {MAX_ALIASES} YAML aliases; "
                     "write the values out instead"
@@ -39,10 +39,8 @@ class _StrictLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.YAMLError(
-                    f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels"
-                )
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.YAMLError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -90,7 +88,7 @@ def load_documents(text: str, source: str) -> list[Any]:
         loader = _StrictLoader(text)
         try:
             docs = []
-            while loader.check_data():
+            while loader.check_data():  # type: ignore[no-untyped-call]
                 docs.append(loader.get_data())
         finally:
             loader.dispose()

@@ -1,0 +1,99 @@
+"""`minicluster validate`: a summary per good file, one line per problem and exit 2 otherwise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = """\
+apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata: {name: flux-sample, namespace: hpc}
+spec:
+  size: 2
+  maxSize: 4
+  containers:
+    - image: ubuntu:24.04
+      command: echo hello
+"""
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "components.cli.main", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_valid_file_prints_one_summary_line(tmp_path: Path) -> None:
+    (tmp_path / "mc.yaml").write_text(GOOD)
+    result = run("validate", "mc.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout == "mc.yaml: ok hpc/flux-sample: size=2 maxSize=4 mode=submit containers=1\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "missing.yaml: no such file"),
+        ("", "missing.yaml: empty file: no MiniCluster in it"),
+        ("a: [1,\n", "missing.yaml: invalid YAML: line 2, column 1"),
+        ("[1, 2]\n", "missing.yaml: expected a mapping (a MiniCluster), got a list"),
+        (
+            "kind: Job\nmetadata: {name: x}\nspec: {containers: []}\n",
+            "missing.yaml: kind: must be 'MiniCluster', got 'Job'",
+        ),
+        (
+            GOOD.replace("containers:", "contianers:"),
+            "missing.yaml: spec.contianers: unknown field; did you mean 'containers'?",
+        ),
+        (
+            GOOD.replace("image: ubuntu:24.04", "image: 5"),
+            "missing.yaml: spec.containers[0].image: must be a string",
+        ),
+        (b"\xff\xfe name: x", "missing.yaml: not UTF-8 text"),
+    ],
+    ids=["missing", "empty", "yaml", "not-mapping", "kind", "typo", "field", "bytes"],
+)
+def test_problems_are_one_line_each_with_exit_2(
+    tmp_path: Path, content: str | bytes | None, expected: str
+) -> None:
+    if isinstance(content, bytes):
+        (tmp_path / "missing.yaml").write_bytes(content)
+    elif content is not None:
+        (tmp_path / "missing.yaml").write_text(content)
+    result = run("validate", "missing.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert any(line.startswith(expected) for line in result.stderr.splitlines()), result.stderr
+
+
+def test_one_bad_file_does_not_hide_the_good_ones(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "bad.yaml").write_text(GOOD.replace("size: 2", "size: 0"))
+    result = run("validate", "good.yaml", "bad.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout.startswith("good.yaml: ok")
+    assert result.stderr.startswith("bad.yaml: spec.size: must be at least 1")
+
+
+def test_validate_never_imports_pulumi(tmp_path: Path) -> None:
+    (tmp_path / "mc.yaml").write_text(GOOD)
+    code = (
+        "import sys; from components.cli.main import main; rc = main(['validate', 'mc.yaml']);"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'));"
+        "print(bad, file=sys.stderr); sys.exit(rc or (1 if bad else 0))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr

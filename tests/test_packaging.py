@@ -1,0 +1,63 @@
+"""The wheel users install carries the templates, and the core stays free of Pulumi."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = out.glob("*.whl")
+    return built
+
+
+def test_wheel_contains_every_template(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = sorted(p.name for p in (ROOT / "templates").glob("*.j2"))
+    assert templates, "templates/ has no templates"
+    missing = [t for t in templates if f"components/_templates/{t}" not in names]
+    assert not missing
+
+
+def test_wheel_has_the_console_script(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        entry = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
+        assert "minicluster = components.cli.main:main" in zf.read(entry).decode()
+
+
+@pytest.mark.parametrize(
+    "module", ["components.core.definition", "components.core.validation", "components.policy"]
+)
+def test_core_modules_import_without_pulumi(module: str) -> None:
+    code = (
+        f"import sys, importlib; importlib.import_module({module!r});"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'));"
+        "sys.exit(repr(bad) if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr

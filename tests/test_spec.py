@@ -1,0 +1,565 @@
+"""The spec model: every operator MiniCluster is accepted, every bad one refused with its path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.core.definition import load_file, load_text, parse
+from components.core.errors import SpecError
+from components.core.spec import DEFAULT_VIEW_IMAGE
+
+COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def compat_specs() -> list[Any]:
+    if not COMPAT.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))]
+    return [
+        pytest.param(p, id=str(p.relative_to(COMPAT)))
+        for p in sorted(COMPAT.rglob("*minicluster*.yaml"))
+    ]
+
+
+@pytest.mark.parametrize("path", compat_specs())
+def test_every_operator_spec_in_the_compat_corpus_validates(path: Path) -> None:
+    (mc,) = load_file(path)
+    assert mc.name
+    assert mc.spec.max_size >= mc.spec.size >= 1
+
+
+def base() -> dict[str, Any]:
+    return {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": "flux-sample", "namespace": "hpc"},
+        "spec": {"size": 2, "containers": [{"image": "ubuntu:24.04", "command": "hostname"}]},
+    }
+
+
+def test_defaults_are_the_operators() -> None:
+    mc = parse(base())
+    s = mc.spec
+    assert (s.max_size, s.tasks, s.deadline_seconds, s.effective_backoff_limit) == (
+        2,
+        1,
+        31_500_000,
+        100,
+    )
+    assert s.flux.container.image == DEFAULT_VIEW_IMAGE
+    assert (s.flux.container.name, s.flux.container.mount_path) == ("flux-view", "/mnt/flux")
+    assert (s.flux.connect_timeout, s.flux.log_level, s.flux.scheduler.queue_policy) == (
+        "5s",
+        6,
+        "fcfs",
+    )
+    assert s.containers[0].run_flux, "a single container runs Flux"
+    assert mc.headless_name == "flux-sample"
+    assert mc.lead_fqdn == "flux-sample-0.flux-sample.hpc.svc.cluster.local"
+
+
+def test_bare_spec_and_arguments_give_name_and_namespace() -> None:
+    mc = parse(base()["spec"], name="bare", namespace="team")
+    assert (mc.name, mc.namespace) == ("bare", "team")
+    assert parse(base(), namespace="other").namespace == "other"
+    assert parse({"metadata": {"name": "x"}, "spec": base()["spec"]}).namespace == "default"
+
+
+def test_bursting_cluster_defaults_are_really_applied() -> None:
+    doc = base()
+    doc["spec"]["size"] = 3
+    doc["spec"]["flux"] = {"bursting": {"clusters": [{}, {"name": "gke", "size": 5}]}}
+    clusters = parse(doc).spec.flux.bursting.clusters
+    assert [(c.name, c.size) for c in clusters] == [("burst-0", 3), ("gke", 5)]
+
+
+def test_quorum_follows_min_size_then_elastic_size() -> None:
+    doc = base()
+    assert parse(doc).spec.quorum is None
+    doc["spec"]["maxSize"] = 4
+    assert parse(doc).spec.quorum == 2
+    doc["spec"]["minSize"] = 1
+    assert parse(doc).spec.quorum == 1
+
+
+def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``spec.containers.0.name``-style paths, creating mappings on the way."""
+    parts = dotted.split(".")
+    node: Any = doc
+    for part in parts[:-1]:
+        key: Any = int(part) if part.isdigit() else part
+        if isinstance(node, dict) and key not in node:
+            node[key] = {}
+        node = node[key]
+    last: Any = int(parts[-1]) if parts[-1].isdigit() else parts[-1]
+    node[last] = value
+
+
+SIDECAR = {"image": "nginx:1.27", "name": "web"}
+
+# (mutations applied to base(), expected path, expected message fragment)
+INVALID: list[tuple[str, dict[str, Any], str, str]] = [
+    ("typo at spec", {"spec.contianers": []}, "spec.contianers", "did you mean 'containers'"),
+    (
+        "typo in container",
+        {"spec.containers.0.comand": "x"},
+        "spec.containers[0].comand",
+        "did you mean 'command'",
+    ),
+    ("case typo", {"spec.maxsize": 3}, "spec.maxsize", "did you mean 'maxSize'"),
+    (
+        "typo in flux",
+        {"spec.flux.conectTimeout": "5s"},
+        "spec.flux.conectTimeout",
+        "did you mean 'connectTimeout'",
+    ),
+    ("size string", {"spec.size": "4"}, "spec.size", "must be an integer"),
+    ("size zero", {"spec.size": 0}, "spec.size", "at least 1"),
+    ("negative tasks", {"spec.tasks": -1}, "spec.tasks", "at least 0"),
+    ("maxSize below size", {"spec.maxSize": 1}, "spec.maxSize", "at least size (2)"),
+    ("maxSize absurd", {"spec.maxSize": 10**6}, "spec.maxSize", "at most 100000"),
+    ("minSize above size", {"spec.minSize": 3}, "spec.minSize", "at most size (2)"),
+    ("negative backoffLimit", {"spec.backoffLimit": -1}, "spec.backoffLimit", "at least 0"),
+    ("zero deadline", {"spec.deadlineSeconds": 0}, "spec.deadlineSeconds", "at least 1"),
+    ("bool as string", {"spec.interactive": "yes"}, "spec.interactive", "true or false"),
+    ("bad name", {"metadata.name": "Flux_Sample"}, "metadata.name", "DNS-1123"),
+    ("name too long for hostnames", {"metadata.name": "a" * 62}, "metadata.name", "63 characters"),
+    ("bad namespace", {"metadata.namespace": "HPC"}, "metadata.namespace", "DNS-1123"),
+    ("no containers", {"spec.containers": []}, "spec.containers", "at least one container"),
+    (
+        "two flux containers",
+        {"spec.containers": [{"runFlux": True, "name": "a"}, {"runFlux": True, "name": "b"}]},
+        "spec.containers",
+        "exactly one container must have runFlux",
+    ),
+    (
+        "no flux container",
+        {"spec.containers": [{"name": "a"}, {"name": "b"}]},
+        "spec.containers",
+        "found 0",
+    ),
+    (
+        "sidecar without name",
+        {"spec.containers": [{"runFlux": True}, {"image": "nginx:1"}]},
+        "spec.containers[1].name",
+        "required for a container that does not run Flux",
+    ),
+    (
+        "sidecar bad name",
+        {"spec.containers": [{"runFlux": True}, {"name": "Web"}]},
+        "spec.containers[1].name",
+        "DNS-1123",
+    ),
+    (
+        "sidecar named like the cluster",
+        {"spec.containers": [{"runFlux": True}, {"name": "flux-sample"}]},
+        "spec.containers[1].name",
+        "already used",
+    ),
+    (
+        "launcher and batch",
+        {"spec.containers.0.launcher": True, "spec.containers.0.batch": True},
+        "spec.containers[0]",
+        "launcher and batch",
+    ),
+    (
+        "batchRaw without batch",
+        {"spec.containers.0.batchRaw": True},
+        "spec.containers[0].batchRaw",
+        "requires batch",
+    ),
+    (
+        "script and command",
+        {"spec.containers.0.commands.script": "echo hi"},
+        "spec.containers[0].commands.script",
+        "cannot be used together with command",
+    ),
+    (
+        "port out of range",
+        {"spec.containers.0.ports": [70000]},
+        "spec.containers[0].ports[0]",
+        "65535",
+    ),
+    (
+        "port twice",
+        {"spec.containers.0.ports": [80, 80]},
+        "spec.containers[0].ports[1]",
+        "listed twice",
+    ),
+    (
+        "bad env name",
+        {"spec.containers.0.environment": {"1BAD": "x"}},
+        "spec.containers[0].environment['1BAD']",
+        "environment variable",
+    ),
+    (
+        "env value not a string",
+        {"spec.containers.0.environment": {"N": 1}},
+        "spec.containers[0].environment.N",
+        "must be a string",
+    ),
+    (
+        "secret ref missing key",
+        {"spec.containers.0.secrets": {"TOKEN": {"name": "s"}}},
+        "spec.containers[0].secrets.TOKEN.key",
+        "required",
+    ),
+    (
+        "bad pull policy",
+        {"spec.containers.0.imagePullPolicy": "Sometimes"},
+        "spec.containers[0].imagePullPolicy",
+        "must be one of",
+    ),
+    (
+        "relative workingDir",
+        {"spec.containers.0.workingDir": "work"},
+        "spec.containers[0].workingDir",
+        "absolute path",
+    ),
+    (
+        "bad cpu quantity",
+        {"spec.containers.0.resources": {"limits": {"cpu": "two"}}},
+        "spec.containers[0].resources.limits",
+        "not a Kubernetes quantity",
+    ),
+    (
+        "bad overhead quantity",
+        {"spec.pod.resources": {"memory": "10GG"}},
+        "spec.pod.resources",
+        "not a Kubernetes quantity",
+    ),
+    (
+        "service without name",
+        {"spec.services": [{"image": "nginx:1"}]},
+        "spec.services[0].name",
+        "required for a service",
+    ),
+    (
+        "service with pre",
+        {"spec.services": [{"name": "db", "commands": {"pre": "x"}}]},
+        "spec.services[0].commands.pre",
+        "not allowed on a service",
+    ),
+    (
+        "service with brokerPre",
+        {"spec.services": [{"name": "db", "commands": {"brokerPre": "x"}}]},
+        "spec.services[0].commands.brokerPre",
+        "not allowed on a service",
+    ),
+    (
+        "claim without path",
+        {"spec.containers.0.volumes": {"data": {"claimName": "data"}}},
+        "spec.containers[0].volumes.data.path",
+        "required for a persistentVolumeClaim",
+    ),
+    (
+        "hostPath without path",
+        {"spec.containers.0.volumes": {"data": {"hostPath": "/data"}}},
+        "spec.containers[0].volumes.data.path",
+        "required for a hostPath",
+    ),
+    (
+        "two volume sources",
+        {"spec.containers.0.volumes": {"data": {"path": "/d", "claimName": "c", "hostPath": "/h"}}},
+        "spec.containers[0].volumes.data",
+        "set one volume source",
+    ),
+    (
+        "bad sizeLimit",
+        {"spec.containers.0.volumes": {"shm": {"emptyDir": True, "emptyDirSizeLimit": "lots"}}},
+        "spec.containers[0].volumes.shm.emptyDirSizeLimit",
+        "not a Kubernetes quantity",
+    ),
+    (
+        "bad medium",
+        {"spec.containers.0.volumes": {"shm": {"emptyDir": True, "emptyDirMedium": "disk"}}},
+        "spec.containers[0].volumes.shm.emptyDirMedium",
+        "'memory' or empty",
+    ),
+    (
+        "volume name invalid",
+        {"spec.containers.0.volumes": {"My_Data": {"path": "/d"}}},
+        "spec.containers[0].volumes.My_Data",
+        "DNS-1123",
+    ),
+    (
+        "volume on reserved path",
+        {"spec.containers.0.volumes": {"d": {"path": "/mnt/flux/x"}}},
+        "spec.containers[0].volumes.d.path",
+        "used by the MiniCluster",
+    ),
+    (
+        "volume reserved name",
+        {"spec.containers.0.volumes": {"flux-view": {"path": "/x"}}},
+        "spec.containers[0].volumes.flux-view",
+        "reserved",
+    ),
+    (
+        "volume defined twice differently",
+        {
+            "spec.containers": [
+                {"runFlux": True, "volumes": {"d": {"path": "/a", "claimName": "one"}}},
+                {"name": "web", "volumes": {"d": {"path": "/b", "claimName": "two"}}},
+            ]
+        },
+        "spec.containers[1].volumes.d",
+        "defined differently",
+    ),
+    (
+        "items without configMap",
+        {"spec.containers.0.volumes": {"d": {"path": "/d", "claimName": "c", "items": {"a": "b"}}}},
+        "spec.containers[0].volumes.d.items",
+        "only a configMap or secret",
+    ),
+    (
+        "bad connectTimeout",
+        {"spec.flux.connectTimeout": "five seconds"},
+        "spec.flux.connectTimeout",
+        "Flux duration",
+    ),
+    ("bad topology", {"spec.flux.topology": "star"}, "spec.flux.topology", "kary"),
+    (
+        "log level too high",
+        {"spec.flux.logLevel": 9},
+        "spec.flux.logLevel",
+        "less than or equal to 7",
+    ),
+    (
+        "bad queue policy",
+        {"spec.flux.scheduler.queuePolicy": "lifo"},
+        "spec.flux.scheduler.queuePolicy",
+        "must be one of",
+    ),
+    (
+        "broker config unclosed array",
+        {"spec.flux.brokerConfig": "[bootstrap]\nhosts = [\n"},
+        "spec.flux.brokerConfig",
+        "not valid TOML",
+    ),
+    (
+        "broker config unknown bootstrap key",
+        {"spec.flux.brokerConfig": "[bootstrap]\ndefualt_port = 8050\n"},
+        "spec.flux.brokerConfig",
+        "unknown key 'defualt_port'",
+    ),
+    (
+        "bad curve cert",
+        {"spec.flux.curveCert": 'metadata\ncurve\n    public-key = "abc"\n'},
+        "spec.flux.curveCert",
+        "",
+    ),
+    (
+        "hostlist and clusters",
+        {"spec.flux.bursting": {"hostlist": "flux-sample-[0-1]", "clusters": [{"name": "b"}]}},
+        "spec.flux.bursting",
+        "cannot both be set",
+    ),
+    (
+        "bad custom hostlist",
+        {"spec.flux.bursting": {"hostlist": "flux-sample-[1-"}},
+        "spec.flux.bursting.hostlist",
+        "",
+    ),
+    (
+        "custom hostlist without own hosts",
+        {"spec.flux.bursting": {"hostlist": "other-[0-3]"}},
+        "spec.flux.bursting.hostlist",
+        "missing flux-sample-",
+    ),
+    (
+        "burst cluster duplicate",
+        {"spec.flux.bursting": {"clusters": [{"name": "b"}, {"name": "b"}]}},
+        "spec.flux.bursting.clusters[1].name",
+        "listed twice",
+    ),
+    (
+        "lead broker incomplete",
+        {"spec.flux.bursting": {"leadBroker": {"address": "1.2.3.4"}}},
+        "spec.flux.bursting.leadBroker.name",
+        "required",
+    ),
+    (
+        "child not among clusters",
+        {
+            "spec.flux.bursting": {
+                "leadBroker": {"address": "1.2.3.4", "name": "root", "size": 2},
+                "clusters": [{"name": "other"}],
+            }
+        },
+        "spec.flux.bursting.clusters",
+        "must list this bursted cluster",
+    ),
+    (
+        "root lists itself",
+        {"spec.flux.bursting": {"clusters": [{"name": "flux-sample"}]}},
+        "spec.flux.bursting.clusters",
+        "itself",
+    ),
+    (
+        "bad restart policy",
+        {"spec.pod.restartPolicy": "Always"},
+        "spec.pod.restartPolicy",
+        "must be one of",
+    ),
+    ("bad label value", {"spec.pod.labels": {"team": "a b"}}, "spec.pod.labels.team", "value"),
+    ("bad job label key", {"spec.jobLabels": {"-bad": "x"}}, "spec.jobLabels['-bad']", "key"),
+    (
+        "bad headless name",
+        {"spec.network.headlessName": "Svc"},
+        "spec.network.headlessName",
+        "DNS-1123",
+    ),
+    ("v1alpha1 users", {"spec.users": [{"name": "u"}]}, "spec.users", "older v1alpha1 API"),
+    ("v1alpha1 fluxRestful", {"spec.fluxRestful": {}}, "spec.fluxRestful", "flux-restful"),
+    (
+        "v1alpha1 volumes",
+        {"spec.volumes": {"data": {"storageClass": "x", "capacity": "1Gi"}}},
+        "spec.volumes",
+        "claimName",
+    ),
+    (
+        "v1alpha1 cores",
+        {"spec.containers.0.cores": 4},
+        "spec.containers[0].cores",
+        "resources.limits.cpu",
+    ),
+    (
+        "v1alpha1 preCommand",
+        {"spec.containers.0.preCommand": "x"},
+        "spec.containers[0].preCommand",
+        "replaced by commands.pre",
+    ),
+    (
+        "v1alpha1 fluxOptionFlags",
+        {"spec.containers.0.fluxOptionFlags": "x"},
+        "spec.containers[0].fluxOptionFlags",
+        "flux.optionFlags",
+    ),
+    (
+        "v1alpha1 fluxLogLevel",
+        {"spec.containers.0.fluxLogLevel": 7},
+        "spec.containers[0].fluxLogLevel",
+        "flux.logLevel",
+    ),
+    (
+        "v1alpha1 fluxUser",
+        {"spec.containers.0.fluxUser": {"name": "flux"}},
+        "spec.containers[0].fluxUser",
+        "runAsUser",
+    ),
+    (
+        "v1alpha1 diagnostics",
+        {"spec.containers.0.diagnostics": True},
+        "spec.containers[0].diagnostics",
+        "removed",
+    ),
+    (
+        "v1alpha1 existingVolumes",
+        {"spec.containers.0.existingVolumes": {}},
+        "spec.containers[0].existingVolumes",
+        "replaced by volumes",
+    ),
+    (
+        "v1alpha1 runFluxAsRoot",
+        {"spec.containers.0.commands.runFluxAsRoot": True},
+        "spec.containers[0].commands.runFluxAsRoot",
+        "runAsUser: 0",
+    ),
+    (
+        "v1alpha1 installRoot",
+        {"spec.flux.installRoot": "/usr"},
+        "spec.flux.installRoot",
+        "flux view",
+    ),
+    ("v1alpha1 test", {"spec.test": True}, "spec.test", "removed"),
+    ("wrong kind", {"kind": "Job"}, "kind", "must be 'MiniCluster'"),
+    (
+        "wrong apiVersion",
+        {"apiVersion": "flux-framework.org/v1alpha1"},
+        "apiVersion",
+        "v1alpha1 is not supported",
+    ),
+    ("no name", {"metadata": {}}, "metadata.name", "required"),
+    ("unknown top-level key", {"specs": {}}, "specs", "unknown field"),
+    (
+        "bad securityContext",
+        {"spec.containers.0.securityContext": {"privilegd": True}},
+        "spec.containers[0].securityContext.privilegd",
+        "did you mean 'privileged'",
+    ),
+    (
+        "bad toleration effect",
+        {"spec.pod.tolerations": [{"key": "k", "effect": "Sometimes"}]},
+        "spec.pod.tolerations[0].effect",
+        "must be one of",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutations", "path", "fragment"), [pytest.param(m, p, f, id=i) for i, m, p, f in INVALID]
+)
+def test_invalid_spec_names_the_field_and_what_is_allowed(
+    mutations: dict[str, Any], path: str, fragment: str
+) -> None:
+    doc = copy.deepcopy(base())
+    for dotted, value in mutations.items():
+        _set(doc, dotted, value)
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    problems = info.value.problems
+    matching = [p for p in problems if p.path == path]
+    assert matching, f"no problem at {path}; got {[str(p) for p in problems]}"
+    assert any(fragment in p.message for p in matching), [str(p) for p in matching]
+
+
+def test_the_invalid_table_is_wide_enough() -> None:
+    assert len(INVALID) >= 40
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    doc = base()
+    doc["spec"].update({"size": 0, "tasks": -1})
+    doc["metadata"]["name"] = "Bad"
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    assert {p.path for p in info.value.problems} >= {"metadata.name", "spec.size", "spec.tasks"}
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "empty file"),
+        ("- a\n- b\n", "expected a mapping"),
+        ("a: [1,\n", "invalid YAML"),
+        ("a: 1\na: 2\n", "duplicate key"),
+        ("kind: Pod\nmetadata: {name: p}\nspec: {}\n", "must be 'MiniCluster'"),
+    ],
+)
+def test_bad_files_are_one_clear_problem(text: str, fragment: str) -> None:
+    with pytest.raises(SpecError) as info:
+        load_text(text, source="f.yaml")
+    assert any(fragment in line for line in info.value.lines()), info.value.lines()
+    assert all(line.startswith("f.yaml: ") for line in info.value.lines())
+
+
+def test_multi_document_files_name_the_document() -> None:
+    good = (
+        "apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\n"
+        "metadata: {name: a}\nspec: {containers: [{image: x}]}\n"
+    )
+    with pytest.raises(SpecError) as info:
+        load_text(good + "---\n" + good.replace("{image: x}", "{image: 1}"), source="f.yaml")
+    assert info.value.lines() == [
+        "f.yaml: document[1].spec.containers[0].image: must be a string (quote it)"
+    ]
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_bundled_examples_validate(path: Path) -> None:
+    (mc,) = load_file(path)
+    assert mc.namespace != "default", "examples show a dedicated namespace"
