@@ -1,0 +1,57 @@
+"""Stand-ins for secret values that the renderer must not see.
+
+The Pulumi layer holds the CURVE certificate as a secret ``Output`` (from the keygen ``Command``,
+from a StackReference or from the spec), and an ``Output`` cannot be placed inside the plain
+dicts the renderer returns. So the renderer writes these tokens where the certificate and its
+public key belong, and the Pulumi layer swaps each token for its ``Output`` before registering
+the resource. Nothing secret ever passes through the pure core, and a manifest rendered without a
+certificate is still complete and schema-valid.
+
+The tokens are plain letters, digits and underscores: they survive YAML and JSON without quoting,
+a substring search finds them, and they cannot be mistaken for a real certificate (which has
+``metadata``/``curve`` sections) or a Z85 key (40 characters from a wider alphabet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+__all__ = ["ALL", "CURVE_CERT", "CURVE_PUBLIC_KEY", "find"]
+
+# The whole certificate text: the curve Secret's ``stringData["curve.cert"]``.
+CURVE_CERT: Final = "MINICLUSTER_PLACEHOLDER_CURVE_CERT"
+# The certificate's public key: the curve Secret's public-key annotation.
+CURVE_PUBLIC_KEY: Final = "MINICLUSTER_PLACEHOLDER_CURVE_PUBLIC_KEY"
+
+ALL: Final = (CURVE_CERT, CURVE_PUBLIC_KEY)
+
+
+def find(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """``(dotted path, token)`` for every string in ``value`` that holds a placeholder.
+
+    For the Pulumi layer (which must replace each one) and for tests and checks that must prove
+    none is left in what reaches a cluster.
+    """
+    if isinstance(value, str):
+        for token in ALL:
+            # CURVE_CERT is a prefix of no other token, but CURVE_PUBLIC_KEY must be matched
+            # as a whole word so that one token is never reported as the other.
+            if _contains_token(value, token):
+                yield path, token
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from find(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from find(item, f"{path}[{i}]")
+
+
+def _contains_token(text: str, token: str) -> bool:
+    start = text.find(token)
+    while start != -1:
+        end = start + len(token)
+        if end == len(text) or not (text[end].isalnum() or text[end] == "_"):
+            return True
+        start = text.find(token, start + 1)
+    return False
