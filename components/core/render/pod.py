@@ -195,6 +195,7 @@ def services_pod_labels(mc: MiniClusterDefinition) -> dict[str, str]:
         "namespace": mc.namespace,
         lbl.OPERATOR_POD_LABELS_APP[0]: lbl.OPERATOR_POD_LABELS_APP[1],
         lbl.NAME_LABEL: mc.name,
+        lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
         lbl.CLUSTER_LABEL: mc.name,
         COMPONENT_LABEL: SERVICES_COMPONENT,
         lbl.JOB_NAME_LABEL: mc.name,

@@ -1,0 +1,741 @@
+"""The rendered manifests: valid for Kubernetes, shaped like the operator's, its bugs fixed.
+
+Every object rendered from every example and every MiniCluster of the operator's own test corpus
+is validated against the strict Kubernetes 1.29 and 1.34 schemas and our semantic checks (what
+only the API server enforces). Then each operator fact we keep and each improvement we make is
+asserted once, on a small inline spec that shows it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.core import certificate, kubecheck
+from components.core import labels as lbl
+from components.core.definition import MiniClusterDefinition, load_one, parse
+from components.core.errors import SpecError
+from components.core.render import layout, placeholders
+from components.core.render.manifests import lead_service, render, to_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
+VERSIONS = ("1.29", "1.34")
+CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
+PUBLIC_KEY = certificate.parse(CERT).public_key
+SECRET_KEY = certificate.parse(CERT).secret_key
+
+
+def spec_files() -> list[Any]:
+    files = [pytest.param(p, id=f"examples/{p.name}") for p in EXAMPLES]
+    if COMPAT.is_dir():
+        files += [
+            pytest.param(p, id=f"compat/{p.relative_to(COMPAT)}")
+            for p in sorted(COMPAT.glob("**/*minicluster*.yaml"))
+        ]
+    else:
+        files.append(
+            pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))
+        )
+    return files
+
+
+@functools.cache
+def rendered(path: Path) -> list[dict[str, Any]]:
+    """A file's objects with a real certificate, plus the lead Service of a bursting root."""
+    mc = load_one(path)
+    objects = render(mc, CERT)
+    if mc.spec.flux.bursting.clusters and mc.spec.flux.bursting.lead_broker is None:
+        objects.append(lead_service(mc))
+    return objects
+
+
+def mini(name: str = "demo", namespace: str = "hpc", **spec: Any) -> MiniClusterDefinition:
+    spec.setdefault("containers", [{"image": "ubuntu:24.04", "command": "echo hi"}])
+    return parse(spec, name=name, namespace=namespace)
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and name in (None, o["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
+    return found[0]
+
+
+def job_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = by_kind(objects, "Job")["spec"]["template"]["spec"]
+    return spec
+
+
+def mounts(container: dict[str, Any]) -> dict[str, str]:
+    return {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+
+
+# --- every file, every object, two Kubernetes versions --------------------------------------
+
+
+def test_there_are_enough_examples() -> None:
+    assert len(EXAMPLES) >= 10
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("path", spec_files())
+def test_every_object_validates_against_the_strict_kubernetes_schema(
+    path: Path, version: str
+) -> None:
+    for obj in rendered(path):
+        errors = kubecheck.schema_errors(obj, version)
+        assert errors == [], f"{obj['kind']}/{obj['metadata']['name']}: {errors}"
+
+
+@pytest.mark.parametrize("path", spec_files())
+def test_every_rendered_set_passes_the_semantic_checks(path: Path) -> None:
+    assert kubecheck.semantic_errors(rendered(path)) == []
+
+
+@pytest.mark.parametrize("path", spec_files())
+def test_no_configmap_value_contains_the_secret_key(path: Path) -> None:
+    for obj in rendered(path):
+        if obj["kind"] == "ConfigMap":
+            for key, value in obj["data"].items():
+                assert SECRET_KEY not in value, key
+                assert "secret-key" not in value, key
+
+
+def test_placeholder_render_is_valid_too() -> None:
+    objects = render(load_one(ROOT / "examples" / "services-sidecar.yaml"))
+    assert kubecheck.semantic_errors(objects) == []
+    for obj in objects:
+        assert kubecheck.schema_errors(obj, "1.34") == []
+
+
+# --- names, order, certificate --------------------------------------------------------------
+
+
+def test_object_names_and_order_follow_the_operator() -> None:
+    mc = mini(
+        services=[{"name": "db", "image": "redis:7.4.1"}],
+        containers=[
+            {"image": "ubuntu:24.04", "runFlux": True, "command": "echo hi"},
+            {"name": "web", "image": "nginx:1.27", "ports": [80, 443]},
+            {"name": "quiet", "image": "busybox:1.36"},
+        ],
+    )
+    assert [(o["kind"], o["metadata"]["name"]) for o in render(mc, CERT)] == [
+        ("ConfigMap", "demo-entrypoint"),
+        ("Secret", "demo-curve"),
+        ("Pod", "demo-services"),
+        ("Service", "demo"),
+        ("Service", "web"),
+        ("Job", "demo"),
+    ]
+    assert all(o["metadata"]["namespace"] == "hpc" for o in render(mc, CERT))
+
+
+def test_custom_headless_name_names_the_service_and_the_subdomain() -> None:
+    objects = render(mini(network={"headlessName": "brokers"}), CERT)
+    assert by_kind(objects, "Service")["metadata"]["name"] == "brokers"
+    assert job_pod(objects)["subdomain"] == "brokers"
+
+
+def test_secret_holds_the_certificate_with_its_public_key_annotated() -> None:
+    objects = render(mini(), CERT)
+    secret = by_kind(objects, "Secret")
+    assert secret["type"] == "Opaque"
+    assert secret["stringData"] == {lbl.CURVE_CERT_KEY: CERT}
+    assert secret["metadata"]["annotations"] == {lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY}
+    assert lbl.CURVE_CERT_KEY not in by_kind(objects, "ConfigMap")["data"]
+
+
+def test_without_a_certificate_the_secret_carries_placeholders() -> None:
+    objects = render(mini())
+    secret = by_kind(objects, "Secret")
+    assert secret["stringData"][lbl.CURVE_CERT_KEY] == placeholders.CURVE_CERT
+    assert (
+        secret["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION]
+        == placeholders.CURVE_PUBLIC_KEY
+    )
+    found = [token for o in objects for _, token in placeholders.find(o)]
+    assert sorted(found) == sorted(placeholders.ALL)
+    assert all(t.replace("_", "").isalnum() for t in placeholders.ALL)
+
+
+def test_a_certificate_flux_would_refuse_is_a_spec_error() -> None:
+    with pytest.raises(SpecError, match="curve certificate"):
+        render(mini(), "metadata\ncurve\n")
+
+
+def test_same_input_gives_the_same_bytes() -> None:
+    path = ROOT / "examples" / "services-sidecar.yaml"
+    first = yaml.safe_dump(render(load_one(path), CERT), sort_keys=False)
+    second = yaml.safe_dump(render(load_one(path), CERT), sort_keys=False)
+    assert first == second
+    assert yaml.safe_load_all(to_yaml(render(load_one(path), CERT)))
+    assert list(yaml.safe_load_all(to_yaml(rendered(path)))) == rendered(path)
+
+
+# --- labels and annotations -----------------------------------------------------------------
+
+
+def test_labels_on_objects_pods_and_the_job() -> None:
+    mc = mini(jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, pod={"labels": {"team": "md"}})
+    objects = render(mc, CERT)
+    ours = {
+        lbl.NAME_LABEL: "demo",
+        lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
+        lbl.CLUSTER_LABEL: "demo",
+    }
+    for obj in objects:
+        assert ours.items() <= obj["metadata"]["labels"].items(), obj["kind"]
+    assert lbl.BURST_GROUP_LABEL not in by_kind(objects, "ConfigMap")["metadata"]["labels"]
+    job = by_kind(objects, "Job")
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "hpc"
+    assert job["spec"]["template"]["metadata"]["labels"] == {
+        "team": "md",
+        "namespace": "hpc",
+        "app": "flux-operator",
+        lbl.NAME_LABEL: "demo",
+        lbl.HPA_SELECTOR_LABEL: "demo",
+        lbl.CLUSTER_LABEL: "demo",
+    }
+
+
+def test_burst_group_label_and_role_of_root_and_child() -> None:
+    root = render(load_one(ROOT / "examples" / "bursting-root.yaml"), CERT)
+    child = render(load_one(ROOT / "examples" / "bursting-child.yaml"), CERT)
+    for objects, group, role in ((root, "flux-root", "root"), (child, "flux-root", "burst")):
+        for kind in ("ConfigMap", "Secret"):
+            assert by_kind(objects, kind)["metadata"]["labels"][lbl.BURST_GROUP_LABEL] == group
+        assert by_kind(objects, "Job")["metadata"]["annotations"][lbl.ROLE_ANNOTATION] == role
+    job = by_kind(render(mini(), CERT), "Job")
+    assert job["metadata"]["annotations"][lbl.ROLE_ANNOTATION] == "standalone"
+
+
+def test_job_annotations_say_max_size_and_lifecycle() -> None:
+    job = by_kind(render(mini(size=2, maxSize=5), CERT), "Job")
+    assert job["metadata"]["annotations"][lbl.MAX_SIZE_ANNOTATION] == "5"
+    assert job["metadata"]["annotations"][lbl.LIFECYCLE_ANNOTATION] == "ephemeral"
+    persistent = by_kind(render(mini(containers=[{"image": "ubuntu:24.04"}]), CERT), "Job")
+    assert persistent["metadata"]["annotations"][lbl.LIFECYCLE_ANNOTATION] == "persistent"
+
+
+@pytest.mark.parametrize(
+    ("command", "interactive", "wait", "expected"),
+    [
+        ("echo hi", False, "ready", {lbl.WAIT_FOR_ANNOTATION: "jsonpath={.status.ready}=3"}),
+        ("echo hi", False, "complete", {}),
+        ("echo hi", False, "none", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
+        (None, False, "ready", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
+        (None, False, "complete", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
+        ("echo hi", True, "ready", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
+    ],
+)
+def test_await_annotations_per_lifecycle_and_wait(
+    command: str | None, interactive: bool, wait: Any, expected: dict[str, str]
+) -> None:
+    container: dict[str, Any] = {"image": "ubuntu:24.04"}
+    if command:
+        container["command"] = command
+    mc = mini(size=3, interactive=interactive, containers=[container])
+    annotations = by_kind(render(mc, CERT, wait=wait), "Job")["metadata"]["annotations"]
+    awaits = {k: v for k, v in annotations.items() if k.startswith("pulumi.com/")}
+    assert awaits == expected
+
+
+def test_unknown_wait_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="wait must be one of"):
+        render(mini(), CERT, wait="forever")  # type: ignore[arg-type]
+
+
+# --- the Indexed Job ------------------------------------------------------------------------
+
+
+def test_indexed_job_shape() -> None:
+    mc = mini(size=3, maxSize=6, deadlineSeconds=600, backoffLimit=4, cleanup=True)
+    job = by_kind(render(mc, CERT), "Job")
+    assert job["apiVersion"] == "batch/v1"
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["completions"] == spec["parallelism"] == 3
+    assert spec["backoffLimit"] == 4
+    assert spec["activeDeadlineSeconds"] == 600
+    assert spec["ttlSecondsAfterFinished"] == 0
+    defaults = by_kind(render(mini(), CERT), "Job")["spec"]
+    assert defaults["backoffLimit"] == 100
+    assert defaults["activeDeadlineSeconds"] == 31_500_000
+    assert "ttlSecondsAfterFinished" not in defaults
+
+
+def test_pod_template_fields() -> None:
+    mc = mini(
+        shareProcessNamespace=True,
+        pod={
+            "restartPolicy": "Never",
+            "serviceAccountName": "flux",
+            "nodeSelector": {"pool": "hpc"},
+            "schedulerName": "fluence",
+            "hostPID": True,
+            "dnsPolicy": "ClusterFirst",
+            "runtimeClassName": "kata",
+            "resources": {"cpu": 1},
+            "annotations": {"example.com/owner": "md"},
+            "tolerations": [{"key": "hpc", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    )
+    job = by_kind(render(mc, CERT), "Job")
+    assert job["spec"]["template"]["metadata"]["annotations"] == {"example.com/owner": "md"}
+    pod = job["spec"]["template"]["spec"]
+    assert pod["subdomain"] == "demo"
+    assert pod["setHostnameAsFQDN"] is False
+    assert pod["restartPolicy"] == "Never"
+    assert pod["shareProcessNamespace"] is True
+    assert pod["serviceAccountName"] == "flux"
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["nodeSelector"] == {"pool": "hpc"}
+    assert pod["schedulerName"] == "fluence"
+    assert pod["hostPID"] is True
+    assert "hostIPC" not in pod
+    assert pod["dnsPolicy"] == "ClusterFirst"
+    assert pod["runtimeClassName"] == "kata"
+    assert pod["overhead"] == {"cpu": 1}
+    assert pod["tolerations"] == [{"key": "hpc", "effect": "NoSchedule", "operator": "Exists"}]
+    plain = job_pod(render(mini(), CERT))
+    assert plain["restartPolicy"] == "OnFailure"
+    for absent in ("serviceAccountName", "schedulerName", "dnsPolicy", "runtimeClassName"):
+        assert absent not in plain
+
+
+def test_the_whole_pod_security_context_is_applied() -> None:
+    context = {
+        "fsGroup": 1000,
+        "runAsUser": 1000,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "supplementalGroups": [2000],
+    }
+    pod = job_pod(render(mini(pod={"securityContext": context}), CERT))
+    assert pod["securityContext"] == context
+
+
+def test_affinity_is_soft_and_can_be_disabled_but_node_affinity_stays() -> None:
+    affinity = job_pod(render(mini(pod={"nodeAffinity": {"pool": ["a", "b"]}}), CERT))["affinity"]
+    for rule, topology in (
+        ("podAffinity", "topology.kubernetes.io/zone"),
+        ("podAntiAffinity", "kubernetes.io/hostname"),
+    ):
+        (term,) = affinity[rule]["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert term["weight"] == 100
+        assert term["podAffinityTerm"]["topologyKey"] == topology
+        assert term["podAffinityTerm"]["labelSelector"]["matchExpressions"] == [
+            {"key": lbl.NAME_LABEL, "operator": "In", "values": ["demo"]}
+        ]
+    required = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "b"]}]}
+    ]
+    off = mini(network={"disableAffinity": True}, pod={"nodeAffinity": {"pool": ["a"]}})
+    assert list(job_pod(render(off, CERT))["affinity"]) == ["nodeAffinity"]
+    assert "affinity" not in job_pod(render(mini(network={"disableAffinity": True}), CERT))
+
+
+def test_containers_init_flux_and_sidecars() -> None:
+    mc = mini(
+        flux={"container": {"pullAlways": True, "workingDir": "/tmp"}},
+        containers=[
+            {"name": "helper", "image": "busybox:1.36", "imagePullSecret": "regcred"},
+            {
+                "image": "ubuntu:24.04",
+                "runFlux": True,
+                "command": "echo hi",
+                "imagePullPolicy": "Never",
+                "imagePullSecret": "regcred",
+                "environment": {"B": "2", "A": "1"},
+                "secrets": {"TOKEN": {"name": "creds", "key": "token"}},
+                "lifeCycle": {"postStartExec": "echo started > /tmp/x", "preStopExec": "flux"},
+            },
+            {"name": "plain", "image": "nginx:1.27", "noWrapEntrypoint": True, "ports": [80]},
+        ],
+    )
+    pod = job_pod(render(mc, CERT))
+    (init,) = pod["initContainers"]
+    assert init["name"] == "flux-view"
+    assert init["command"] == ["/bin/bash", "/flux_operator/flux-init.sh"]
+    assert init["imagePullPolicy"] == "Always"
+    assert init["workingDir"] == "/tmp"
+    assert mounts(init) == {
+        layout.HOME_VOLUME: layout.HOME_DIR,
+        "flux-view": "/mnt/flux",
+        "demo-entrypoint": layout.ENTRYPOINT_DIR,
+    }
+    helper, flux, plain = pod["containers"]
+    assert flux["name"] == "demo"
+    assert flux["command"] == ["/bin/bash", "/flux_operator/wait-1.sh"]
+    assert flux["imagePullPolicy"] == "Never"
+    assert flux["stdin"] is True
+    assert flux["tty"] is True
+    assert flux["env"] == [
+        {"name": "B", "value": "2"},
+        {"name": "A", "value": "1"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+    ]
+    # The operator's one-element argv cannot run a command with arguments; a shell can.
+    assert flux["lifecycle"] == {
+        "postStart": {"exec": {"command": ["/bin/sh", "-c", "echo started > /tmp/x"]}},
+        "preStop": {"exec": {"command": ["/bin/sh", "-c", "flux"]}},
+    }
+    assert helper["command"] == ["/bin/bash", "/flux_operator/start-0.sh"]
+    assert "command" not in plain
+    assert plain["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    # The certificate goes to the containers that start or join a broker.
+    assert layout.CURVE_DIR in mounts(flux).values()
+    assert layout.CURVE_DIR in mounts(helper).values()
+    assert layout.CURVE_DIR not in mounts(plain).values()
+    for container in (helper, flux, plain):
+        assert mounts(container)[layout.SOFTWARE_VOLUME] == layout.SOFTWARE_DIR
+
+
+def test_entrypoint_volume_lists_every_key_with_executable_scripts() -> None:
+    objects = render(mini(), CERT)
+    data = by_kind(objects, "ConfigMap")["data"]
+    volume = next(v for v in job_pod(objects)["volumes"] if v["name"] == "demo-entrypoint")
+    items = volume["configMap"]["items"]
+    assert [i["key"] for i in items] == list(data)
+    for item in items:
+        assert item["path"] == item["key"]
+        assert item.get("mode") == (0o755 if item["key"].endswith(".sh") else None)
+    assert {"flux-init.sh", "wait-0.sh", "broker.toml", "hostlist"} <= set(data)
+
+
+# --- services -------------------------------------------------------------------------------
+
+
+def test_headless_service_publishes_not_ready_addresses() -> None:
+    service = by_kind(render(mini(), CERT), "Service")
+    assert service["spec"] == {
+        "clusterIP": "None",
+        "publishNotReadyAddresses": True,
+        "selector": {lbl.JOB_NAME_LABEL: "demo"},
+    }
+
+
+def test_minimal_service_stays_headless_and_selects_rank_zero() -> None:
+    objects = render(mini(flux={"minimalService": True}), CERT)
+    spec = by_kind(objects, "Service")["spec"]
+    assert spec["clusterIP"] == "None"
+    assert spec["publishNotReadyAddresses"] is True
+    assert spec["selector"] == {lbl.JOB_NAME_LABEL: "demo", lbl.COMPLETION_INDEX_LABEL: "0"}
+    assert spec["ports"] == [
+        {"name": "flux-broker", "port": 8050, "targetPort": 8050, "protocol": "TCP"}
+    ]
+
+
+def test_services_pod_stays_resolvable_with_a_minimal_service() -> None:
+    services = [{"name": "db", "image": "redis:7.4.1"}]
+    normal = render(mini(services=services), CERT)
+    assert by_kind(normal, "Pod")["spec"]["subdomain"] == "demo"
+    minimal = render(mini(services=services, flux={"minimalService": True}), CERT)
+    pod = by_kind(minimal, "Pod")
+    own = by_kind(minimal, "Service", "demo-services")
+    assert pod["spec"]["subdomain"] == "demo-services"
+    assert own["spec"]["clusterIP"] == "None"
+    assert own["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert kubecheck.semantic_errors(minimal) == []
+
+
+def test_services_pod() -> None:
+    mc = mini(
+        pod={"serviceAccountName": "flux", "annotations": {"example.com/a": "b"}},
+        services=[
+            {
+                "name": "db",
+                "image": "redis:7.4.1",
+                "command": "ignored",
+                "ports": [6379],
+                "volumes": {"data": {"path": "/data", "claimName": "db-data"}},
+            }
+        ],
+        containers=[
+            {
+                "image": "ubuntu:24.04",
+                "command": "echo hi",
+                "volumes": {"work": {"path": "/work", "claimName": "work"}},
+            }
+        ],
+    )
+    pod = by_kind(render(mc, CERT), "Pod")
+    assert pod["metadata"]["name"] == "demo-services"
+    assert pod["metadata"]["labels"][lbl.JOB_NAME_LABEL] == "demo"
+    assert lbl.HPA_SELECTOR_LABEL not in pod["metadata"]["labels"]
+    assert pod["metadata"]["annotations"] == {"example.com/a": "b"}
+    spec = pod["spec"]
+    assert spec["hostname"] == "demo-services"
+    assert spec["setHostnameAsFQDN"] is False
+    assert spec["restartPolicy"] == "OnFailure"
+    assert spec["serviceAccountName"] == "flux"
+    (db,) = spec["containers"]
+    assert "command" not in db
+    assert mounts(db) == {"data": "/data"}
+    assert spec["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "db-data"}}]
+    assert "initContainers" not in spec
+
+
+def test_sidecar_port_service() -> None:
+    mc = mini(
+        containers=[
+            {"image": "ubuntu:24.04", "runFlux": True, "command": "echo hi", "ports": [8080]},
+            {"name": "web", "image": "nginx:1.27", "ports": [80, 443]},
+        ]
+    )
+    services = [o for o in render(mc, CERT) if o["kind"] == "Service"]
+    assert [s["metadata"]["name"] for s in services] == ["demo", "web"]  # none for Flux's ports
+    web = services[1]["spec"]
+    assert web["type"] == "ClusterIP"
+    assert web["selector"][lbl.NAME_LABEL] == "demo"
+    assert web["ports"] == [
+        {"name": "port-80", "port": 80, "targetPort": 80, "protocol": "TCP"},
+        {"name": "port-443", "port": 443, "targetPort": 443, "protocol": "TCP"},
+    ]
+
+
+def test_lead_service_selects_rank_zero() -> None:
+    mc = load_one(ROOT / "examples" / "bursting-root.yaml")
+    service = lead_service(
+        mc, service_type="NodePort", port=30050, node_port=30050, annotations={"a.io/b": "c"}
+    )
+    assert service["metadata"]["name"] == "flux-root-lead"
+    assert service["metadata"]["annotations"] == {"a.io/b": "c"}
+    assert service["spec"]["type"] == "NodePort"
+    assert service["spec"]["selector"] == {
+        lbl.JOB_NAME_LABEL: "flux-root",
+        lbl.COMPLETION_INDEX_LABEL: "0",
+    }
+    assert service["spec"]["ports"] == [
+        {
+            "name": "flux-broker",
+            "port": 30050,
+            "targetPort": 8050,
+            "protocol": "TCP",
+            "nodePort": 30050,
+        }
+    ]
+    objects = [*render(mc, CERT), service]
+    assert kubecheck.semantic_errors(objects) == []
+    assert lead_service(mc)["spec"]["type"] == "LoadBalancer"
+    with pytest.raises(ValueError, match="service_type"):
+        lead_service(mc, service_type="ClusterIP")  # type: ignore[arg-type]
+
+
+# --- volumes --------------------------------------------------------------------------------
+
+
+def test_configmap_volume_is_named_by_its_key() -> None:
+    volume = {"path": "/config", "configMapName": "inputs", "items": {"in.lj": "in.lammps"}}
+    pod = job_pod(render(mini(containers=[{"image": "u:1", "volumes": {"cfg": volume}}]), CERT))
+    assert pod["volumes"][-1] == {
+        "name": "cfg",
+        "configMap": {"name": "inputs", "items": [{"key": "in.lj", "path": "in.lammps"}]},
+    }
+    assert mounts(pod["containers"][0])["cfg"] == "/config"
+
+
+def test_volumes_do_not_leak_into_later_containers() -> None:
+    mc = mini(
+        containers=[
+            {
+                "name": "first",
+                "image": "u:1",
+                "volumes": {"one": {"path": "/one", "claimName": "c1"}},
+            },
+            {"image": "u:1", "runFlux": True, "command": "echo hi"},
+            {
+                "name": "third",
+                "image": "u:1",
+                "volumes": {
+                    "one": {"path": "/elsewhere", "claimName": "c1"},
+                    "two": {"path": "/two", "hostPath": "/mnt/two"},
+                },
+            },
+        ]
+    )
+    pod = job_pod(render(mc, CERT))
+    first, flux, third = pod["containers"]
+    assert mounts(first)["one"] == "/one"
+    assert "two" not in mounts(first)
+    assert "one" not in mounts(flux)
+    assert "two" not in mounts(flux)
+    assert mounts(third)["one"] == "/elsewhere"
+    assert mounts(third)["two"] == "/two"
+    names = [v["name"] for v in pod["volumes"]]
+    assert names.count("one") == 1
+    assert names.count("two") == 1
+
+
+def test_every_volume_kind() -> None:
+    volumes = {
+        "csi": {
+            "path": "/bucket",
+            "csiDriver": "gcsfuse.csi.storage.gke.io",
+            "csiDriverAttributes": {"bucketName": "b"},
+            "readOnly": True,
+        },
+        "creds": {"path": "/creds", "secretName": "creds", "items": {"token": "t"}},
+        "shm": {"emptyDir": True, "emptyDirMedium": "memory", "emptyDirSizeLimit": "1Gi"},
+        "scratch": {"path": "/scratch", "emptyDir": True, "emptyDirSizeLimit": 2},
+        "data": {"path": "/data", "hostPath": "/mnt/data"},
+        "claim": {"path": "/claim", "claimName": "claim", "readOnly": True},
+        "tmp": {"path": "/tmp/fluxout"},
+    }
+    pod = job_pod(render(mini(containers=[{"image": "u:1", "volumes": volumes}]), CERT))
+    user = {v["name"]: {k: x for k, x in v.items() if k != "name"} for v in pod["volumes"][5:]}
+    assert user == {
+        "csi": {
+            "csi": {
+                "driver": "gcsfuse.csi.storage.gke.io",
+                "readOnly": True,
+                "volumeAttributes": {"bucketName": "b"},
+            }
+        },
+        "creds": {"secret": {"secretName": "creds", "items": [{"key": "token", "path": "t"}]}},
+        "shm": {"emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+        "scratch": {"emptyDir": {"sizeLimit": 2}},
+        "data": {"hostPath": {"path": "/mnt/data", "type": "Directory"}},
+        "claim": {"persistentVolumeClaim": {"claimName": "claim", "readOnly": True}},
+        # A path-only volume: the operator's empty-claimName PVC is refused; scratch space is meant.
+        "tmp": {"emptyDir": {}},
+    }
+    container = pod["containers"][0]
+    got = {m["name"]: m for m in container["volumeMounts"]}
+    assert got["shm"]["mountPath"] == "/dev/shm"  # emptyDir without a path
+    assert got["scratch"]["mountPath"] == "/scratch"  # the operator would use /dev/shm
+    assert got["tmp"]["mountPath"] == "/tmp/fluxout"
+    assert got["claim"]["readOnly"] is True
+    assert "readOnly" not in got["data"]
+
+
+def test_system_volumes() -> None:
+    volumes = job_pod(render(mini(), CERT))["volumes"]
+    assert [v["name"] for v in volumes] == [
+        layout.SOFTWARE_VOLUME,
+        layout.HOME_VOLUME,
+        "flux-view",
+        "demo-entrypoint",
+        layout.CURVE_VOLUME,
+    ]
+    assert volumes[4]["secret"]["secretName"] == "demo-curve"
+
+
+# --- the checker can fail -------------------------------------------------------------------
+
+
+def _good() -> list[dict[str, Any]]:
+    return render(mini(), CERT)
+
+
+def test_kubecheck_refuses_a_job_that_restarts_always() -> None:
+    objects = _good()
+    job_pod(objects)["restartPolicy"] = "Always"
+    errors = kubecheck.semantic_errors(objects)
+    assert any("restartPolicy OnFailure or Never" in e for e in errors), errors
+
+
+def test_kubecheck_refuses_a_bad_name() -> None:
+    objects = _good()
+    by_kind(objects, "ConfigMap")["metadata"]["name"] = "Bad_Name"
+    errors = kubecheck.semantic_errors(objects)
+    assert any(
+        e.startswith("ConfigMap/Bad_Name: metadata.name: must be a DNS-1123") for e in errors
+    )
+    service = by_kind(objects, "Service")
+    service["metadata"]["name"] = "1demo"  # a Service name must start with a letter
+    assert any("DNS-1035" in e for e in kubecheck.semantic_errors(objects))
+
+
+def test_kubecheck_refuses_a_selector_that_matches_nothing() -> None:
+    objects = _good()
+    by_kind(objects, "Service")["spec"]["selector"] = {lbl.JOB_NAME_LABEL: "other"}
+    errors = kubecheck.semantic_errors(objects)
+    assert any("selects no pod of this set" in e for e in errors), errors
+    # ... and the pods' subdomain must still name a headless Service.
+    by_kind(objects, "Service")["metadata"]["name"] = "renamed"
+    assert any("no headless Service named 'demo'" in e for e in kubecheck.semantic_errors(objects))
+
+
+def test_kubecheck_completion_index_must_exist() -> None:
+    objects = _good()
+    by_kind(objects, "Service")["spec"]["selector"] = {
+        lbl.JOB_NAME_LABEL: "demo",
+        lbl.COMPLETION_INDEX_LABEL: "1",  # size 1: only index 0 exists
+    }
+    assert any("selects no pod" in e for e in kubecheck.semantic_errors(objects))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: p["containers"][0].update(imagePullPolicy="Sometimes"), "imagePullPolicy"),
+        (lambda p: p.update(dnsPolicy="Bogus"), "dnsPolicy"),
+        (
+            lambda p: p["containers"][0]["volumeMounts"].append(
+                {"name": "nope", "mountPath": "/x"}
+            ),
+            "'nope' is not a volume of the pod",
+        ),
+        (
+            lambda p: p["containers"][0]["volumeMounts"].append(
+                {"name": "spack-software", "mountPath": "/mnt/flux"}
+            ),
+            "mounted twice",
+        ),
+        (
+            lambda p: p["volumes"].append({"name": "spack-software", "emptyDir": {}}),
+            "defined twice",
+        ),
+        (lambda p: p["volumes"].append({"name": "x", "emptyDir": {"medium": "Disk"}}), "medium"),
+        (
+            lambda p: p["volumes"].append({"name": "y", "hostPath": {"path": "/y", "type": "Dir"}}),
+            "hostPath.type",
+        ),
+        (lambda p: p["containers"][0].update(ports=[{"containerPort": 70000}]), "containerPort"),
+        (lambda p: p.update(overhead={"cpu": 1}), "runtimeClassName"),
+    ],
+)
+def test_kubecheck_pod_rules(mutate: Any, message: str) -> None:
+    objects = _good()
+    mutate(job_pod(objects))
+    errors = kubecheck.semantic_errors(objects)
+    assert any(message in e for e in errors), errors
+
+
+def test_kubecheck_job_and_service_rules() -> None:
+    objects = _good()
+    job = by_kind(objects, "Job")
+    del job["spec"]["completions"]
+    assert any("completions: required" in e for e in kubecheck.semantic_errors(objects))
+    job["spec"]["completions"] = 1
+    job["spec"]["parallelism"] = 2
+    assert any("more than completions" in e for e in kubecheck.semantic_errors(objects))
+    job["spec"]["parallelism"] = 1
+    service = by_kind(objects, "Service")
+    service["spec"]["type"] = "Bogus"
+    service["spec"]["ports"] = [{"port": 0, "protocol": "HTTP"}]
+    errors = "\n".join(kubecheck.semantic_errors(objects))
+    assert "spec.type" in errors
+    assert "spec.ports[0].port" in errors
+    assert "protocol" in errors
+
+
+def test_kubecheck_schema_errors_catch_typos_and_types() -> None:
+    job = by_kind(_good(), "Job")
+    job["spec"]["parallelizm"] = 1
+    job["spec"]["completions"] = "two"
+    errors = kubecheck.schema_errors(job, "1.29")
+    assert any("'parallelizm' was unexpected" in e for e in errors)
+    assert any(e.startswith("spec.completions:") for e in errors)
+    assert kubecheck.schema_errors({"apiVersion": "v1", "kind": "Nope"}) != []
+    with pytest.raises(ValueError, match="no schemas for Kubernetes"):
+        kubecheck.schema_errors(job, "0.1")
