@@ -103,6 +103,24 @@ SIDECAR = {"image": "nginx:1.27", "name": "web"}
 
 # (mutations applied to base(), expected path, expected message fragment)
 INVALID: list[tuple[str, dict[str, Any], str, str]] = [
+    (
+        "sidecar named like the view",
+        {"spec.containers": [{"runFlux": True}, {"name": "flux-view"}]},
+        "spec.containers[1].name",
+        "flux view init container",
+    ),
+    (
+        "overhead without runtime class",
+        {"spec.pod.resources": {"cpu": "1"}},
+        "spec.pod.resources",
+        "runtimeClassName",
+    ),
+    (
+        "volume on the curve mount",
+        {"spec.containers.0.volumes": {"d": {"path": "/mnt/curve"}}},
+        "spec.containers[0].volumes.d.path",
+        "used by the MiniCluster",
+    ),
     ("typo at spec", {"spec.contianers": []}, "spec.contianers", "did you mean 'containers'"),
     (
         "typo in container",

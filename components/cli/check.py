@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_stacks(stacks: list[str]) -> list[Any]:
     """Render the named stacks offline (roots first, as bursts read their outputs)."""
-    from components.deploy import stackrender
+    from components.deploy import stackrender  # the Pulumi layer: only for --stack
 
     with tempfile.TemporaryDirectory(prefix="minicluster-check-") as tmp:
         out = Path(tmp)

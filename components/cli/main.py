@@ -33,21 +33,21 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from components.cli import render
+    from components.cli.render import run
 
-    return render.run(args)
+    return run(args)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from components.cli import check
+    from components.cli.check import run
 
-    return check.run(args)
+    return run(args)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from components.cli import demo
+    from components.cli.demo import run
 
-    return demo.run(args)
+    return run(args)
 
 
 def _print_problems(err: SpecError) -> None:

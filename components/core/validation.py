@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from components.core import hostlist, names
 from components.core.errors import Problem
+from components.core.render import layout
 from components.core.spec import Container, ContainerVolume
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ _BOOTSTRAP_KEYS = {
 }
 _HOST_KEYS = {"host", "bind", "connect", "parent"}
 _EMPTY_DIR_MEDIA = {"", "memory", "Memory", "default"}
-_RESERVED_PATHS = ("/flux_operator", "/opt/software", "/home/flux-operator")
+_RESERVED_PATHS = (layout.ENTRYPOINT_DIR, layout.SOFTWARE_DIR, layout.HOME_DIR, layout.CURVE_DIR)
 
 
 # --- pydantic errors -> problems -------------------------------------------------------------
@@ -259,8 +260,20 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
             + (f" (containers {flux_indices})" if flux_indices else ""),
         )
     seen: dict[str, int] = {}
+    # Names the pod or the cluster's Services already use: a sidecar may not take them.
+    taken = {
+        s.flux.container.name: "the flux view init container",
+        mc.headless_name: "the headless Service",
+        mc.services_pod_name: "the services Pod and its Service",
+    }
     for i, c in enumerate(s.containers):
         path = f"spec.containers[{i}]"
+        cname_taken = mc.name if c.run_flux else c.name
+        if cname_taken in taken and not (c.run_flux and cname_taken == mc.headless_name):
+            yield Problem(
+                f"{path}.name" if not c.run_flux else "metadata.name",
+                f"{cname_taken!r} is already the name of {taken[cname_taken]}",
+            )
         # The Flux container is always named after the MiniCluster, as the operator does.
         cname = mc.name if c.run_flux else c.name
         if not c.run_flux:
@@ -342,8 +355,9 @@ def _check_services(mc: MiniClusterDefinition) -> Iterator[Problem]:
 def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
     reserved_names = {
         mc.spec.flux.container.name,
-        "spack-software",
-        "flux-operator-home",
+        layout.SOFTWARE_VOLUME,
+        layout.HOME_VOLUME,
+        layout.CURVE_VOLUME,
         mc.entrypoint_name,
         mc.curve_secret_name,
     }
@@ -576,6 +590,12 @@ def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
     for key in pod.node_affinity:
         if msg := names.label_key(key):
             yield Problem(key_path("spec.pod.nodeAffinity", key), f"key {msg}")
+    if pod.resources and not pod.runtime_class_name:
+        yield Problem(
+            "spec.pod.resources",
+            "becomes the pod overhead, which Kubernetes accepts only with "
+            "spec.pod.runtimeClassName (a RuntimeClass that defines overhead)",
+        )
     if pod.service_account_name and (msg := names.dns1123_subdomain(pod.service_account_name)):
         yield Problem("spec.pod.serviceAccountName", msg)
     if mc.spec.archive and mc.spec.archive.path and not mc.spec.archive.path.startswith("/"):
