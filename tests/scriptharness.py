@@ -1,0 +1,244 @@
+"""Run rendered MiniCluster scripts for real, in a temporary directory, against fake tools.
+
+The scripts are tested as they ship: no test-only branch exists in them. Instead the harness
+rewrites the absolute roots a pod provides (``/flux_operator``, ``/mnt/flux``, ``/mnt/curve``,
+``/opt/software``, ``/opt/view``, ``/tmp/``, ...) in the rendered text to directories under a
+sandbox, and puts fakes first on PATH:
+
+* ``flux`` records its argv (one JSON list per line) and, for ``flux start``/``flux broker``,
+  fails a chosen number of times before it succeeds; with ``run_program`` it then runs the
+  initial program it was given, as a real rank 0 would;
+* ``hostname`` prints the name the test chose (``<name>-0`` for rank 0, ``<name>-1`` ...);
+* ``sleep`` records its argument and returns at once, so retry delays are asserted, not waited;
+* ``/usr/bin/time`` (rewritten) drops ``-f FORMAT`` and runs the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from components.core.definition import MiniClusterDefinition
+from components.core.render import layout
+from components.core.render.scripts import entrypoint_data
+
+FAKE_FLUX = f"""#!{sys.executable}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_FLUX_LOG"], "a") as fh:
+    fh.write(json.dumps(args) + "\\n")
+if args[:2] == ["R", "encode"]:
+    print('{{"version": 1, "execution": {{"fake": true}}}}')
+    sys.exit(0)
+if args and args[0] in ("start", "broker"):
+    counter = os.environ["FAKE_FLUX_COUNTER"]
+    done = int(open(counter).read()) if os.path.exists(counter) else 0
+    with open(counter, "w") as fh:
+        fh.write(str(done + 1))
+    if done < int(os.environ.get("FAKE_FLUX_FAILURES", "0")):
+        sys.exit(int(os.environ.get("FAKE_FLUX_RC", "1")))
+    if args[0] == "start" and os.environ.get("FAKE_FLUX_RUN_PROGRAM"):
+        rest = args[1:]
+        if rest and rest[0].startswith("--wrap="):
+            rest = rest[1:]
+        assert rest[:2] == ["-o", "--config"], rest
+        rest = rest[3:]
+        while rest and rest[0].startswith("-S"):
+            rest = rest[1:]
+        if rest:
+            sys.exit(subprocess.run(rest).returncode)
+    sys.exit(int(os.environ.get("FAKE_FLUX_EXIT", "0")))
+sys.exit(0)
+"""
+
+FAKE_HOSTNAME = """#!/bin/bash
+printf '%s\\n' "${FAKE_HOSTNAME}"
+"""
+
+FAKE_SLEEP = """#!/bin/bash
+printf '%s\\n' "$1" >> "${FAKE_SLEEP_LOG}"
+"""
+
+FAKE_TIME = """#!/bin/bash
+# GNU time's `-f FORMAT`, then the command.
+shift 2
+exec "$@"
+"""
+
+# Roots a pod provides, per script: the init container sees the image's /opt/software and
+# /opt/view; the application containers see their own /opt/software emptyDir.
+_COMMON_ROOTS = (
+    layout.ENTRYPOINT_DIR,
+    layout.CURVE_DIR,
+    layout.HOME_DIR,
+    "/mnt/flux",
+    "/tmp/",
+    "/usr/bin/time",
+)
+
+
+def _write_executable(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+@dataclass
+class Sandbox:
+    """One pod's filesystem, seen by one test; every root lives under ``root``."""
+
+    root: Path
+    mc: MiniClusterDefinition
+    data: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.bin = self.root / "fakebin"
+        self.bin.mkdir(parents=True)
+        _write_executable(self.bin / "flux", FAKE_FLUX)
+        _write_executable(self.bin / "hostname", FAKE_HOSTNAME)
+        _write_executable(self.bin / "sleep", FAKE_SLEEP)
+        self.work = self.root / "work"
+        self.work.mkdir()
+        self.flux_log = self.root / "flux.log"
+        self.sleep_log = self.root / "sleep.log"
+        self.counter = self.root / "flux.counter"
+        self.data = entrypoint_data(self.mc)
+        for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        _write_executable(self.root / "usr/bin/time", FAKE_TIME)
+        # The entrypoint ConfigMap.
+        entry = self.path(layout.ENTRYPOINT_DIR)
+        entry.mkdir(parents=True)
+        for key, text in self.data.items():
+            _write_executable(entry / key, self.rewrite(text))
+        # The curve Secret, group-readable as a Secret volume with fsGroup may be.
+        curve = self.path(layout.CURVE_DIR)
+        curve.mkdir(parents=True)
+        self.cert_text = '#   ZeroMQ CURVE **Secret** Certificate\ncurve\n    secret-key = "x"\n'
+        (curve / layout.CURVE_FILE).write_text(self.cert_text)
+        (curve / layout.CURVE_FILE).chmod(0o640)
+
+    # --- paths --------------------------------------------------------------------------
+
+    def mapping(self, script: str) -> dict[str, str]:
+        """Pod root -> sandbox directory, for the container that runs ``script``."""
+        mapping = {r: self.path(r) for r in _COMMON_ROOTS}
+        mount = self.mc.spec.flux.container.mount_path
+        if not any(mount.startswith(r) for r in mapping):
+            mapping[mount] = self.path(mount)
+        if script == layout.INIT_SCRIPT:
+            mapping["/opt/software"] = self.root / "image/opt/software"
+            mapping["/opt/view"] = self.root / "image/opt/view"
+        else:
+            mapping["/opt/software"] = self.root / "app/opt/software"
+        return {k: str(v) + ("/" if k.endswith("/") else "") for k, v in mapping.items()}
+
+    def path(self, pod_path: str) -> Path:
+        """Where a pod path lives in the sandbox (for the app containers)."""
+        if pod_path == "/opt/software":
+            return self.root / "app/opt/software"
+        return self.root / pod_path.lstrip("/")
+
+    def rewrite(self, text: str, script: str = "") -> str:
+        """``text`` with every pod root replaced by its sandbox directory, in one pass."""
+        mapping = self.mapping(script)
+        pattern = re.compile("|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)))
+        return pattern.sub(lambda m: mapping[m.group()], text)
+
+    @property
+    def mount(self) -> Path:
+        mount = self.mc.spec.flux.container.mount_path
+        return Path(self.rewrite(mount)) if mount.startswith("/") else Path(mount)
+
+    # --- fixtures a pod would have ------------------------------------------------------
+
+    def image_view(self) -> None:
+        """A flux view image: /opt/view -> /opt/views/._view/<hash>, plus /opt/software."""
+        real = self.root / "image/opt/views/._view/abc123"
+        (real / "bin").mkdir(parents=True)
+        (real / "lib/python3.11/site-packages").mkdir(parents=True)
+        (real / "etc/flux").mkdir(parents=True)
+        (real / "bin/flux-view-marker").write_text("view\n")
+        (self.root / "image/opt/view").symlink_to(real)
+        (self.root / "image/opt/software/pkg").mkdir(parents=True)
+        (self.root / "image/opt/software/pkg/lib.so").write_text("so\n")
+
+    def prepared(self) -> Sandbox:
+        """Run the init container's script, as the pod does before the Flux container starts."""
+        self.image_view()
+        result = self.run(layout.INIT_SCRIPT, hostname=f"{self.mc.name}-0")
+        assert result.returncode == 0, result.stderr
+        return self
+
+    def broker_socket(self) -> socket.socket:
+        """A listening unix socket where the broker's local socket would be."""
+        run_dir = self.mount / "config/run/flux"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(run_dir / "local"))
+        sock.listen(1)
+        return sock
+
+    # --- running ------------------------------------------------------------------------
+
+    def run(
+        self,
+        script: str,
+        *,
+        hostname: str,
+        failures: int = 0,
+        fail_rc: int = 1,
+        exit_rc: int = 0,
+        run_program: bool = False,
+        env: Mapping[str, str] | None = None,
+        text: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run one entrypoint key (or ``text``) with bash, as its container would."""
+        body = self.rewrite(text if text is not None else self.data[script], script)
+        path = self.root / f"run-{script}"
+        path.write_text(body)
+        environ = {
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "HOME": str(self.root / "home"),
+            "LANG": "C.UTF-8",
+            "FAKE_FLUX_LOG": str(self.flux_log),
+            "FAKE_FLUX_COUNTER": str(self.counter),
+            "FAKE_FLUX_FAILURES": str(failures),
+            "FAKE_FLUX_RC": str(fail_rc),
+            "FAKE_FLUX_EXIT": str(exit_rc),
+            "FAKE_HOSTNAME": hostname,
+            "FAKE_SLEEP_LOG": str(self.sleep_log),
+            **({"FAKE_FLUX_RUN_PROGRAM": "1"} if run_program else {}),
+            **(env or {}),
+        }
+        return subprocess.run(
+            ["/bin/bash", str(path)],
+            cwd=self.work,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def flux_calls(self) -> list[list[str]]:
+        if not self.flux_log.exists():
+            return []
+        return [json.loads(line) for line in self.flux_log.read_text().splitlines()]
+
+    def broker_calls(self) -> list[list[str]]:
+        """The `flux start` and `flux broker` invocations, in order."""
+        return [c for c in self.flux_calls() if c and c[0] in ("start", "broker")]
+
+    def sleeps(self) -> list[str]:
+        return self.sleep_log.read_text().split() if self.sleep_log.exists() else []
+
+    def mode_of(self, pod_path: str) -> int:
+        return stat.S_IMODE(os.stat(self.rewrite(pod_path)).st_mode)

