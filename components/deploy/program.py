@@ -225,6 +225,11 @@ def _burst(config: StackConfig, document: Mapping[str, Any], opts: pulumi.Resour
 
     def build(values: list[Any]) -> Any:
         lead_name, lead_size, lead_port, clusters = values
+        # Membership first: "the root does not declare you" is the error a user can act on.
+        own = stackconfig.resolve(document, config)
+        stackconfig.validate_burst_membership(
+            own.name, own.spec.max_size, list(clusters), root_stack
+        )
         doc = stackconfig.burst_spec(
             document,
             lead_name=str(lead_name),
@@ -232,8 +237,6 @@ def _burst(config: StackConfig, document: Mapping[str, Any], opts: pulumi.Resour
             lead_port=int(lead_port),
             clusters=list(clusters),
         )
-        mc = stackconfig.resolve(doc, config)
-        stackconfig.validate_burst_membership(mc.name, mc.spec.max_size, list(clusters), root_stack)
         cluster = _minicluster(
             config,
             doc,

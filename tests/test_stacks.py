@@ -1,0 +1,278 @@
+"""The Pulumi program over every bundled stack, offline: what `pulumi up -s <stack>` would deploy."""
+
+from __future__ import annotations
+
+import copy
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.core import hostlist, kubecheck, labels
+from components.core.errors import SpecError
+from components.deploy import stackrender
+from components.deploy.mocks import RecordingMocks, plain, run_create_script, run_program
+from components.deploy.stackconfig import PROJECT
+from components.policy import checker
+
+ROOT = Path(__file__).resolve().parents[1]
+STACKS = sorted(
+    p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml")
+)
+TRIO = ("gke-root", "eks-burst", "aks-burst")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, stackrender.StackRendering]:
+    out = tmp_path_factory.mktemp("rendered")
+    return {
+        s: stackrender.render_stack(s, out, quiet=True) for s in stackrender.order_stacks(STACKS)
+    }
+
+
+def by_kind(r: stackrender.StackRendering, kind: str) -> list[dict[str, Any]]:
+    return [o for o in r.objects if o["kind"] == kind]
+
+
+def test_the_bundled_stacks_are_the_documented_ones() -> None:
+    assert set(STACKS) >= {"local", *TRIO}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_renders_objects_that_validate_strict(
+    rendered: dict[str, stackrender.StackRendering], stack: str
+) -> None:
+    r = rendered[stack]
+    assert {"Namespace", "ConfigMap", "Secret", "Service", "Job"} <= {o["kind"] for o in r.objects}
+    assert r.schema_problems() == []
+    assert (r.directory / "outputs.json").is_file()
+    assert sorted(p.name for p in r.directory.glob("*.yaml"))[0].startswith("00-")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_passes_every_mandatory_policy(
+    rendered: dict[str, stackrender.StackRendering], stack: str
+) -> None:
+    report = checker.check(rendered[stack].objects)
+    assert report.mandatory == (), report.format()
+
+
+def test_the_bursting_trio_passes_the_group_policies_together(
+    rendered: dict[str, stackrender.StackRendering],
+) -> None:
+    report = checker.check([o for s in TRIO for o in rendered[s].objects])
+    assert report.exit_code == 0, report.format()
+
+
+def test_burst_hostlists_equal_the_roots_with_the_lead_address_in_rank_0(
+    rendered: dict[str, stackrender.StackRendering],
+) -> None:
+    root = rendered["gke-root"]
+    root_hosts = hostlist.expand(root.outputs["hostlist"])
+    assert root_hosts == [
+        "flux-root-0",
+        "flux-root-1",
+        "eks-burst-0",
+        "eks-burst-1",
+        "aks-burst-0",
+        "aks-burst-1",
+    ]
+    for burst in ("eks-burst", "aks-burst"):
+        hosts = hostlist.expand(rendered[burst].outputs["hostlist"])
+        assert hosts[0] == root.outputs["leadBrokerAddress"] == stackrender.LOAD_BALANCER_STAND_IN
+        assert hosts[1:] == root_hosts[1:]
+        (configmap,) = by_kind(rendered[burst], "ConfigMap")
+        assert configmap["data"][labels.HOSTLIST_KEY].strip() == rendered[burst].outputs["hostlist"]
+        assert configmap["metadata"]["labels"][labels.BURST_GROUP_LABEL] == "flux-root"
+
+
+def test_the_trio_shares_one_curve_certificate(
+    rendered: dict[str, stackrender.StackRendering],
+) -> None:
+    keys = {rendered[s].outputs["curvePublicKey"] for s in TRIO}
+    assert len(keys) == 1
+    certs = {by_kind(rendered[s], "Secret")[0]["stringData"]["curve.cert"] for s in TRIO}
+    assert len(certs) == 1
+    assert "curveCert" in rendered["gke-root"].secret_outputs
+
+
+def test_the_root_exposes_rank_0_on_8050(rendered: dict[str, stackrender.StackRendering]) -> None:
+    (lead,) = [
+        s
+        for s in by_kind(rendered["gke-root"], "Service")
+        if s["metadata"]["name"] == "flux-root-lead"
+    ]
+    assert lead["spec"]["type"] == "LoadBalancer"
+    assert lead["spec"]["selector"] == {
+        "job-name": "flux-root",
+        labels.COMPLETION_INDEX_LABEL: "0",
+    }
+    assert [(p["port"], p["targetPort"]) for p in lead["spec"]["ports"]] == [(8050, 8050)]
+    assert lead["metadata"]["annotations"]["networking.gke.io/load-balancer-type"] == "External"
+    outputs = rendered["gke-root"].outputs
+    assert (outputs["leadName"], outputs["leadSize"], outputs["leadBrokerPort"]) == (
+        "flux-root",
+        2,
+        8050,
+    )
+    assert outputs["burstClusters"] == [
+        {"name": "eks-burst", "size": 2},
+        {"name": "aks-burst", "size": 2},
+    ]
+
+
+def test_burst_clusters_run_no_command_and_never_block_pulumi_up(
+    rendered: dict[str, stackrender.StackRendering],
+) -> None:
+    for burst in ("eks-burst", "aks-burst"):
+        (job,) = by_kind(rendered[burst], "Job")
+        annotations = job["metadata"]["annotations"]
+        assert annotations[labels.LIFECYCLE_ANNOTATION] == "persistent"
+        assert annotations[labels.SKIP_AWAIT_ANNOTATION] == "true"
+        assert annotations[labels.ROLE_ANNOTATION] == "burst"
+
+
+def test_every_child_uses_the_one_explicit_provider(tmp_path: Path) -> None:
+    run = _run(_config("local"), {})
+    providers = [r for r in run.resources if r.typ == "pulumi:providers:kubernetes"]
+    assert len(providers) == 1
+    assert providers[0].inputs.get("enableConfigMapMutable") in (True, "true")
+    kube = [r for r in run.resources if r.is_kubernetes_object]
+    assert kube and all(r.provider.startswith(providers[0].urn) for r in kube)
+
+
+# --- errors naming the config key --------------------------------------------------------------
+
+
+def _config(stack: str) -> dict[str, Any]:
+    values, _ = stackrender.read_stack_config(stack)
+    values[f"{PROJECT}:keygen"] = {"strategy": "builtin"}
+    return values
+
+
+def _root_outputs(rendered: dict[str, stackrender.StackRendering]) -> dict[str, Any]:
+    root = rendered["gke-root"]
+    return {
+        "organization/flux-minicluster/gke-root": {
+            "outputs": root.outputs,
+            "secretOutputNames": root.secret_outputs,
+        }
+    }
+
+
+def _run(config: dict[str, Any], references: dict[str, Any]) -> Any:
+    mocks = stackrender.OfflineMocks(command_stdout=run_create_script, stack_references=references)
+    return run_program(
+        lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"),
+        mocks=mocks,
+        project=PROJECT,
+        stack="test",
+        config=config,
+    )
+
+
+def _error(config: dict[str, Any], references: dict[str, Any] | None = None) -> str:
+    with pytest.raises(Exception) as info:  # noqa: PT011 (SpecError, possibly wrapped by Pulumi)
+        _run(config, references or {})
+    return str(info.value)
+
+
+def test_a_burst_the_root_did_not_declare_is_refused(
+    rendered: dict[str, stackrender.StackRendering],
+) -> None:
+    config = _config("eks-burst")
+    config[f"{PROJECT}:minicluster"]["spec"]["metadata"]["name"] = "gcp-burst"
+    message = _error(config, _root_outputs(rendered))
+    assert f"{PROJECT}:minicluster" in message
+    assert "'gcp-burst' is not declared by the root stack" in message
+
+
+def test_a_burst_with_another_size_is_refused(
+    rendered: dict[str, stackrender.StackRendering],
+) -> None:
+    config = _config("eks-burst")
+    config[f"{PROJECT}:minicluster"]["spec"]["spec"]["size"] = 3
+    message = _error(config, _root_outputs(rendered))
+    assert "maxSize 3 but the root stack" in message
+    assert "declares size 2" in message
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "fragment"),
+    [
+        (lambda c: c.pop(f"{PROJECT}:minicluster"), f"{PROJECT}:minicluster", "required"),
+        (
+            lambda c: c.__setitem__(f"{PROJECT}:clustr", {}),
+            f"{PROJECT}:clustr",
+            "unknown config key",
+        ),
+        (
+            lambda c: c[f"{PROJECT}:cluster"].__setitem__("cloud", "ibm"),
+            f"{PROJECT}:cluster.cloud",
+            "must be one of",
+        ),
+        (
+            lambda c: c[f"{PROJECT}:cluster"].__setitem__("namepsace", "x"),
+            f"{PROJECT}:cluster.namepsace",
+            "did you mean 'namespace'",
+        ),
+        (
+            lambda c: c[f"{PROJECT}:minicluster"].__setitem__("file", "examples/nope.yaml"),
+            f"{PROJECT}:minicluster",
+            "exactly one of spec",
+        ),
+        (
+            lambda c: c[f"{PROJECT}:bursting"].pop("rootStack"),
+            f"{PROJECT}:bursting",
+            "must name its root stack",
+        ),
+        (
+            lambda c: c[f"{PROJECT}:minicluster"]["spec"]["spec"].__setitem__("size", 0),
+            "spec.size",
+            "at least 1",
+        ),
+    ],
+    ids=["missing", "unknown-key", "bad-cloud", "typo", "two-sources", "no-root", "bad-spec"],
+)
+def test_config_problems_name_the_key(
+    rendered: dict[str, stackrender.StackRendering], edit: Any, key: str, fragment: str
+) -> None:
+    config = copy.deepcopy(_config("eks-burst"))
+    edit(config)
+    message = _error(config, _root_outputs(rendered))
+    assert key in message and fragment in message, message
+
+
+def test_a_missing_spec_file_names_the_key() -> None:
+    config = _config("local")
+    config[f"{PROJECT}:minicluster"] = {"file": "examples/does-not-exist.yaml"}
+    message = _error(config)
+    assert f"{PROJECT}:minicluster.file" in message and "cannot read" in message
+
+
+def test_nodeport_needs_a_lead_address() -> None:
+    config = _config("gke-root")
+    config[f"{PROJECT}:bursting"]["expose"] = "NodePort"
+    message = _error(config)
+    assert f"{PROJECT}:bursting.leadAddress" in message
+
+
+def test_a_burst_needs_its_root_rendered_first(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="render the root stack 'gke-root' first"):
+        stackrender.render_stack("eks-burst", tmp_path, quiet=True)
+
+
+def test_arm_clusters_get_the_arm_flux_view(tmp_path: Path) -> None:
+    config = _config("local")
+    config[f"{PROJECT}:cluster"] = {**config[f"{PROJECT}:cluster"], "arm": True}
+    run = _run(config, {})
+    (job,) = [plain(r.inputs) for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
+    assert job["spec"]["template"]["spec"]["initContainers"][0]["image"].endswith(":arm-jammy")
+
+
+def test_schema_checker_is_not_vacuous() -> None:
+    assert kubecheck.schema_errors(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"typo": 1}}
+    )
+    assert RecordingMocks  # the harness the renderer is built on is importable
