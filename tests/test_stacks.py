@@ -1,4 +1,4 @@
-"""The Pulumi program over every bundled stack, offline: what `pulumi up -s <stack>` would deploy."""
+"""The Pulumi program over every bundled stack, offline: what `pulumi up -s <stack>` deploys."""
 
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def test_every_child_uses_the_one_explicit_provider(tmp_path: Path) -> None:
     assert len(providers) == 1
     assert providers[0].inputs.get("enableConfigMapMutable") in (True, "true")
     kube = [r for r in run.resources if r.is_kubernetes_object]
-    assert kube and all(r.provider.startswith(providers[0].urn) for r in kube)
+    assert kube
+    assert all(r.provider.startswith(providers[0].urn) for r in kube)
 
 
 # --- errors naming the config key --------------------------------------------------------------
@@ -241,14 +242,16 @@ def test_config_problems_name_the_key(
     config = copy.deepcopy(_config("eks-burst"))
     edit(config)
     message = _error(config, _root_outputs(rendered))
-    assert key in message and fragment in message, message
+    assert key in message, message
+    assert fragment in message, message
 
 
 def test_a_missing_spec_file_names_the_key() -> None:
     config = _config("local")
     config[f"{PROJECT}:minicluster"] = {"file": "examples/does-not-exist.yaml"}
     message = _error(config)
-    assert f"{PROJECT}:minicluster.file" in message and "cannot read" in message
+    assert f"{PROJECT}:minicluster.file" in message
+    assert "cannot read" in message
 
 
 def test_nodeport_needs_a_lead_address() -> None:
