@@ -90,7 +90,7 @@ def wait_script(mc: MiniClusterDefinition) -> str:
     spec = mc.spec
     container = spec.flux_container
     command = _text(container.command)
-    script = _text(container.commands.script)
+    script = _script_body(container)
     if script:
         command = f"/bin/bash {CUSTOM_SCRIPT}"
     persistent = spec.persistent
@@ -161,7 +161,7 @@ def start_script(mc: MiniClusterDefinition, index: int) -> str:
         raise ValueError(
             f"containers[{index}] has no start script (it runs Flux or keeps its entrypoint)"
         )
-    script = _text(container.commands.script)
+    script = _script_body(container)
     command = _text(container.command)
     if script and not command:
         command = f"/bin/bash {CUSTOM_SCRIPT}"
@@ -276,6 +276,14 @@ def _batch_file(container: Container, command: str) -> str:
     ]
     lines += ["flux queue idle", "flux jobs -a"]
     return "\n".join(lines)
+
+
+def _script_body(container: Container) -> str:
+    """commands.script as a heredoc body: the file written from it is the script, byte for byte.
+
+    The heredoc ends the file with a newline, so one trailing newline of the script is left to it.
+    """
+    return (container.commands.script or "").removesuffix("\n")
 
 
 def _text(value: str | None) -> str:
