@@ -1,0 +1,442 @@
+"""Run a Pulumi program without the Pulumi engine, and record everything it registers.
+
+There is no Pulumi CLI or provider plugin on most of the machines this project is checked on, so
+the SDK's mocks (``pulumi.runtime.set_mocks``) stand in for the engine. Bare mocks only answer
+registrations; this harness also remembers them, so that tests can assert the exact child
+contract of a component and the offline stack renderer can run the real ``__main__.py`` and write
+every Kubernetes object it registers to YAML.
+
+What the engine or a provider would add, and our programs read, is emulated here and nowhere
+else:
+
+* a Command's ``stdout`` (a fixed text, or the output of really running the ``create`` script);
+* a StackReference's outputs (``{"outputs": {...}, "secretOutputNames": [...]}`` per stack);
+* ``additionalSecretOutputs``: the named outputs come back secret, as the engine returns them;
+* during a preview, a Command has not run, so its stdout stays unknown.
+
+Inputs are recorded as the engine receives them: camelCase, numbers as floats (they cross a
+protobuf ``Struct``), secrets wrapped in Pulumi's sentinel dict. ``plain`` undoes the last two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
+
+import pulumi
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
+from pulumi.runtime.sync_await import _sync_await
+
+__all__ = [
+    "COMMAND_TYPE",
+    "SECRET_SIG",
+    "SECRET_SIG_KEY",
+    "STACK_REFERENCE_TYPE",
+    "CommandStdout",
+    "Export",
+    "ProgramRun",
+    "RecordedResource",
+    "RecordingMocks",
+    "RecordingMonitor",
+    "RegistrationOptions",
+    "contains_secret",
+    "ints",
+    "plain",
+    "run_create_script",
+    "run_program",
+    "secret",
+    "unsecret",
+]
+
+COMMAND_TYPE: Final = "command:local:Command"
+STACK_REFERENCE_TYPE: Final = "pulumi:pulumi:StackReference"
+# Pulumi's wire encoding of a secret (pulumi.runtime.rpc._special_sig_key / _special_secret_sig):
+# {SECRET_SIG_KEY: SECRET_SIG, "value": <the value>}.
+SECRET_SIG_KEY: Final = "4dabf18193072939515e22adb298388d"
+SECRET_SIG: Final = "1b47061264138c4ac30d75fd1eb44270"
+
+T = TypeVar("T")
+CommandStdout = str | Callable[[MockResourceArgs], str]
+
+
+# --- values as the engine sees them -----------------------------------------------------------
+
+
+def secret(value: Any) -> dict[str, Any]:
+    """``value`` wrapped the way the engine marks a secret on the wire."""
+    return {SECRET_SIG_KEY: SECRET_SIG, "value": value}
+
+
+def _is_secret(value: Any) -> bool:
+    return isinstance(value, dict) and value.get(SECRET_SIG_KEY) == SECRET_SIG
+
+
+def unsecret(value: Any) -> Any:
+    """``value`` with every secret sentinel replaced by the value it wraps, recursively."""
+    if _is_secret(value):
+        return unsecret(value.get("value"))
+    if isinstance(value, dict):
+        return {k: unsecret(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unsecret(v) for v in value]
+    return value
+
+
+def contains_secret(value: Any) -> bool:
+    """Whether a secret sentinel occurs anywhere in ``value``."""
+    if _is_secret(value):
+        return True
+    if isinstance(value, dict):
+        return any(contains_secret(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(contains_secret(v) for v in value)
+    return False
+
+
+def ints(value: Any) -> Any:
+    """``value`` with every integral float turned back into an int (4.0 -> 4), recursively."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: ints(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [ints(v) for v in value]
+    return value
+
+
+def plain(value: Any) -> Any:
+    """Inputs as a manifest author wrote them: secrets unwrapped, integral floats as ints."""
+    return ints(unsecret(value))
+
+
+# --- what gets recorded ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegistrationOptions:
+    """The resource options the engine would act on, as the program sent them."""
+
+    parent: str = ""
+    dependencies: tuple[str, ...] = ()
+    property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    ignore_changes: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
+    additional_secret_outputs: tuple[str, ...] = ()
+    delete_before_replace: bool | None = None
+    deleted_with: str = ""
+    retain_on_delete: bool | None = None
+    protect: bool | None = None
+
+
+@dataclass(frozen=True)
+class RecordedResource:
+    """One registration (or read): what a provider would have been asked to manage."""
+
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+    provider: str = ""
+    custom: bool = False
+    resource_id: str | None = None
+    urn: str = ""
+    parent: str = ""
+    """URN of the parent resource; empty when recorded without a RecordingMonitor."""
+    options: RegistrationOptions | None = None
+    """None when recorded without a RecordingMonitor."""
+
+    @property
+    def plain_inputs(self) -> Any:
+        return plain(self.inputs)
+
+    @property
+    def is_kubernetes_object(self) -> bool:
+        """A Kubernetes object (not a provider, not a component)."""
+        return self.custom and self.typ.startswith("kubernetes:") and "apiVersion" in self.inputs
+
+
+@dataclass(frozen=True)
+class _Pending:
+    urn: str
+    options: RegistrationOptions
+
+
+def run_create_script(args: MockResourceArgs) -> str:
+    """Run a Command's ``create`` script for real, as pulumi-command's local provider would.
+
+    The interpreter, directory and environment come from the Command's inputs; stdout loses one
+    trailing newline, as the provider trims it. A failing script raises, with its stderr.
+    """
+    inputs = unsecret(args.inputs)
+    script = inputs.get("create")
+    if not isinstance(script, str):
+        raise ValueError(f"{args.name}: the Command has no create script to run")
+    interpreter = list(inputs.get("interpreter") or ["/bin/sh", "-c"])
+    environment = dict(os.environ)
+    environment.update({str(k): str(v) for k, v in (inputs.get("environment") or {}).items()})
+    result = subprocess.run(
+        [*interpreter, script],
+        cwd=inputs.get("dir") or None,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{args.name}: the create script exited with status {result.returncode}: "
+            f"{result.stderr.strip()}"
+        )
+    return result.stdout.removesuffix("\n")
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Mocks that record every registration and return the inputs as the resource's state.
+
+    ``command_stdout``: the stdout every ``command:local:Command`` returns: a fixed text, or a
+    callable given the Command's ``MockResourceArgs`` (``run_create_script`` runs it for real).
+    None leaves stdout unset (None after an update, unknown in a preview).
+    ``stack_references``: stack name -> ``{"outputs": {...}, "secretOutputNames": [...]}``.
+    """
+
+    def __init__(
+        self,
+        *,
+        command_stdout: CommandStdout | None = None,
+        stack_references: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.command_stdout = command_stdout
+        self.stack_references = dict(stack_references or {})
+        self.resources: list[RecordedResource] = []
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    # pulumi.runtime.Mocks -------------------------------------------------------------------
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        pending: _Pending | None = getattr(self._local, "pending", None)
+        options = pending.options if pending else None
+        self._record(args, pending)
+        state = dict(args.inputs)
+        if args.typ == COMMAND_TYPE:
+            state.update(self._command_outputs(args))
+        elif args.typ == STACK_REFERENCE_TYPE:
+            state.update(self._stack_reference_outputs(args))
+        for key in options.additional_secret_outputs if options else ():
+            if key in state and state[key] is not None and not _is_secret(state[key]):
+                state[key] = secret(state[key])
+        return args.resource_id or f"{args.name}-id", state
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+    # queries --------------------------------------------------------------------------------
+
+    def of_type(self, typ: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.typ == typ]
+
+    def get(self, typ: str, name: str) -> RecordedResource:
+        found = [r for r in self.resources if r.typ == typ and r.name == name]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} resources of type {typ} named {name!r} were registered")
+        return found[0]
+
+    @property
+    def kubernetes_objects(self) -> list[RecordedResource]:
+        return [r for r in self.resources if r.is_kubernetes_object]
+
+    # internals ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _registering(self, pending: _Pending) -> Iterator[None]:
+        """Tie the next ``new_resource`` on this thread to its URN and options."""
+        self._local.pending = pending
+        try:
+            yield
+        finally:
+            self._local.pending = None
+
+    def _record(self, args: MockResourceArgs, pending: _Pending | None) -> None:
+        record = RecordedResource(
+            typ=args.typ,
+            name=args.name,
+            inputs=dict(args.inputs),
+            provider=args.provider or "",
+            custom=bool(args.custom) or bool(args.resource_id),
+            resource_id=args.resource_id or None,
+            urn=pending.urn if pending else "",
+            parent=pending.options.parent if pending else "",
+            options=pending.options if pending else None,
+        )
+        with self._lock:
+            self.resources.append(record)
+
+    def _command_outputs(self, args: MockResourceArgs) -> dict[str, Any]:
+        # A preview does not run the Command: its stdout is unknown, as in a real first preview.
+        if self.command_stdout is None or pulumi.runtime.is_dry_run():
+            return {}
+        stdout = (
+            self.command_stdout
+            if isinstance(self.command_stdout, str)
+            else self.command_stdout(args)
+        )
+        return {"stdout": stdout, "stderr": ""}
+
+    def _stack_reference_outputs(self, args: MockResourceArgs) -> dict[str, Any]:
+        stack = args.inputs.get("name") or args.resource_id or args.name
+        if stack not in self.stack_references:
+            known = ", ".join(sorted(self.stack_references)) or "none"
+            raise KeyError(
+                f"StackReference {stack!r}: no outputs given for that stack (known: {known}); "
+                "pass stack_references={name: {'outputs': {...}, 'secretOutputNames': [...]}}"
+            )
+        given = self.stack_references[stack]
+        return {
+            "name": stack,
+            "outputs": dict(given.get("outputs") or {}),
+            "secretOutputNames": list(given.get("secretOutputNames") or []),
+        }
+
+
+class RecordingMonitor(MockMonitor):
+    """A MockMonitor that also hands each registration's URN and options to RecordingMocks."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recording = mocks
+
+    def RegisterResource(self, request: Any) -> Any:
+        pending = _Pending(
+            urn=self.make_urn(request.parent, request.type, request.name),
+            options=_options(request),
+        )
+        with self.recording._registering(pending):
+            return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+
+    def ReadResource(self, request: Any) -> Any:
+        pending = _Pending(
+            urn=self.make_urn(request.parent, request.type, request.name),
+            options=RegistrationOptions(
+                parent=request.parent,
+                dependencies=tuple(request.dependencies),
+                additional_secret_outputs=tuple(request.additionalSecretOutputs),
+            ),
+        )
+        with self.recording._registering(pending):
+            return super().ReadResource(request)  # type: ignore[no-untyped-call]
+
+
+def _options(request: Any) -> RegistrationOptions:
+    return RegistrationOptions(
+        parent=request.parent,
+        dependencies=tuple(request.dependencies),
+        property_dependencies={
+            key: tuple(deps.urns) for key, deps in request.propertyDependencies.items()
+        },
+        ignore_changes=tuple(request.ignoreChanges),
+        replace_on_changes=tuple(request.replaceOnChanges),
+        additional_secret_outputs=tuple(request.additionalSecretOutputs),
+        delete_before_replace=(
+            request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None
+        ),
+        deleted_with=request.deletedWith,
+        retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
+        protect=request.protect if request.HasField("protect") else None,
+    )
+
+
+# --- running a program -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Export:
+    """A stack output after the run: its value (secrets unwrapped), and whether it was secret."""
+
+    value: Any
+    secret: bool
+    known: bool
+
+
+@dataclass(frozen=True)
+class ProgramRun(Generic[T]):
+    """What a program did under mocks."""
+
+    resources: list[RecordedResource]
+    exports: dict[str, Export]
+    result: T
+    monitor: RecordingMonitor
+
+
+def run_program(
+    build: Callable[[], T],
+    *,
+    mocks: RecordingMocks,
+    project: str,
+    stack: str,
+    preview: bool = False,
+    config: Mapping[str, Any] | None = None,
+    secret_config_keys: Sequence[str] = (),
+) -> ProgramRun[T]:
+    """Run ``build`` as the Pulumi program of ``project``/``stack`` against ``mocks``.
+
+    Each run gets a fresh monitor and a fresh root Stack, so registrations and exports never leak
+    between runs (``set_mocks`` itself is process-global). ``config`` keys are full
+    (``project:key``); values that are not strings are JSON-encoded, as ``pulumi config set
+    --path`` stores them. Errors of the program, including those raised inside an ``apply``,
+    propagate.
+    """
+    pulumi_settings.ROOT.set(None)
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    if config is not None:
+        encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+        pulumi.runtime.set_all_config(encoded, list(secret_config_keys))
+    box: dict[str, Any] = {}
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]  # the SDK leaves it untyped
+    def program() -> None:
+        box["result"] = build()
+        root = pulumi_settings.get_root_resource()
+        box["exports"] = dict(getattr(root, "outputs", {}) or {})
+
+    try:
+        program()
+    except BaseException:
+        _retrieve_orphaned_errors()
+        raise
+    exports = {name: _resolve(value) for name, value in box["exports"].items()}
+    return ProgramRun(
+        resources=list(mocks.resources), exports=exports, result=box["result"], monitor=monitor
+    )
+
+
+def _retrieve_orphaned_errors() -> None:
+    """Mark the errors of a failed program's leftover Futures as seen.
+
+    Every resource and Output that depended on the failing value holds a Future with the same
+    error, which nobody awaits once the first one has been raised; asyncio would print each of
+    them, with a traceback, when it is collected. The error has been raised once, to the caller
+    (the CLI prints it as one line), so the copies are dropped.
+    """
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
+            obj.exception()
+
+
+def _resolve(value: Any) -> Export:
+    output: pulumi.Output[Any] = pulumi.Output.from_input(value)
+    known = bool(_sync_await(output.is_known()))
+    return Export(
+        value=_sync_await(output.future()) if known else None,
+        secret=bool(_sync_await(output.is_secret())),
+        known=known,
+    )
