@@ -80,6 +80,9 @@ def test_bursting_cluster_defaults_are_really_applied() -> None:
 def test_quorum_follows_min_size_then_elastic_size() -> None:
     doc = base()
     assert parse(doc).spec.quorum is None
+    root = copy.deepcopy(doc)
+    root["spec"]["flux"] = {"bursting": {"clusters": [{"name": "burst"}]}}
+    assert parse(root).spec.quorum == 2, "a bursting root does not wait for its bursts"
     doc["spec"]["maxSize"] = 4
     assert parse(doc).spec.quorum == 2
     doc["spec"]["minSize"] = 1
@@ -103,6 +106,12 @@ SIDECAR = {"image": "nginx:1.27", "name": "web"}
 
 # (mutations applied to base(), expected path, expected message fragment)
 INVALID: list[tuple[str, dict[str, Any], str, str]] = [
+    (
+        "blank command",
+        {"spec.containers.0.command": "  \n"},
+        "spec.containers[0].command",
+        "is empty",
+    ),
     (
         "sidecar named like the view",
         {"spec.containers": [{"runFlux": True}, {"name": "flux-view"}]},

@@ -397,10 +397,20 @@ class MiniClusterSpec(SpecModel):
 
     @property
     def quorum(self) -> int | None:
-        """Broker quorum: minSize if set, else size when the cluster may grow, else all ranks."""
+        """Broker quorum: minSize if set, else this cluster's size when the instance has more
+        ranks than it starts with (room to grow, or a bursting root whose hostlist also lists the
+        burst clusters), else None: Flux's default of every rank.
+
+        Without it, rank 0 of an elastic or bursting cluster would wait for ranks that may never
+        come before it runs anything.
+        """
         if self.min_size:
             return self.min_size
-        if self.size != self.max_size:
+        bursting = self.flux.bursting
+        root_of_bursts = bursting.lead_broker is None and bool(
+            bursting.clusters or bursting.hostlist
+        )
+        if self.size != self.max_size or root_of_bursts:
             return self.size
         return None
 

@@ -289,6 +289,13 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
                     "(the Flux container is named after the MiniCluster)",
                 )
             seen.setdefault(cname, i)
+        if c.command is not None and not c.command.strip():
+            yield Problem(
+                f"{path}.command",
+                "is empty; leave command out for a persistent cluster, or give a command",
+            )
+        if c.commands.script is not None and not c.commands.script.strip():
+            yield Problem(f"{path}.commands.script", "is empty; leave it out or give a script")
         if c.launcher and c.batch:
             yield Problem(path, "launcher and batch cannot both be true")
         if c.batch_raw and not c.batch:
