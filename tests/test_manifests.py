@@ -160,8 +160,25 @@ def test_without_a_certificate_the_secret_carries_placeholders() -> None:
         == placeholders.CURVE_PUBLIC_KEY
     )
     found = [token for o in objects for _, token in placeholders.find(o)]
-    assert sorted(found) == sorted(placeholders.ALL)
+    # The public key also sits on the Job's pod template, so a rotation restarts every broker.
+    assert sorted(found) == sorted([*placeholders.ALL, placeholders.CURVE_PUBLIC_KEY])
     assert all(t.replace("_", "").isalnum() for t in placeholders.ALL)
+
+
+def certificate_public_key() -> str:
+    from components.core import certificate
+
+    return certificate.parse(CERT).public_key
+
+
+def test_a_new_certificate_changes_the_pod_template() -> None:
+    from components.core import certificate
+
+    other = certificate.render(certificate.generate("flux-sample", "flux-sample-0"))
+    first, second = (by_kind(render(mini(), c), "Job")["spec"]["template"] for c in (CERT, other))
+    assert first != second
+    annotations = second["metadata"]["annotations"]
+    assert annotations[lbl.CURVE_PUBLIC_KEY_ANNOTATION] == certificate.parse(other).public_key
 
 
 def test_a_certificate_flux_would_refuse_is_a_spec_error() -> None:
@@ -287,7 +304,10 @@ def test_pod_template_fields() -> None:
         },
     )
     job = by_kind(render(mc, CERT), "Job")
-    assert job["spec"]["template"]["metadata"]["annotations"] == {"example.com/owner": "md"}
+    assert job["spec"]["template"]["metadata"]["annotations"] == {
+        "example.com/owner": "md",
+        lbl.CURVE_PUBLIC_KEY_ANNOTATION: certificate_public_key(),
+    }
     pod = job["spec"]["template"]["spec"]
     assert pod["subdomain"] == "demo"
     assert pod["setHostnameAsFQDN"] is False

@@ -152,15 +152,17 @@ def _config_map(mc: MiniClusterDefinition, data: dict[str, str]) -> dict[str, An
     }
 
 
-def _curve_secret(mc: MiniClusterDefinition, certificate: str | None) -> dict[str, Any]:
+def _certificate(certificate: str | None) -> tuple[str, str]:
+    """The certificate text and its public key, or the placeholders the Pulumi layer fills."""
     if certificate is None:
-        text, public_key = placeholders.CURVE_CERT, placeholders.CURVE_PUBLIC_KEY
-    else:
-        try:
-            public_key = certificates.parse(certificate).public_key
-        except certificates.CertificateError as err:
-            raise SpecError(Problem("curve certificate", str(err))) from None
-        text = certificate
+        return placeholders.CURVE_CERT, placeholders.CURVE_PUBLIC_KEY
+    try:
+        return certificate, certificates.parse(certificate).public_key
+    except certificates.CertificateError as err:
+        raise SpecError(Problem("curve certificate", str(err))) from None
+
+
+def _curve_secret(mc: MiniClusterDefinition, text: str, public_key: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -302,7 +304,9 @@ def _job_pod_spec(mc: MiniClusterDefinition, entrypoint_keys: list[str]) -> dict
     return spec
 
 
-def _job(mc: MiniClusterDefinition, entrypoint_keys: list[str], wait: Wait) -> dict[str, Any]:
+def _job(
+    mc: MiniClusterDefinition, entrypoint_keys: list[str], wait: Wait, public_key: str
+) -> dict[str, Any]:
     s = mc.spec
     annotations = {
         lbl.MAX_SIZE_ANNOTATION: str(s.max_size),
@@ -310,9 +314,13 @@ def _job(mc: MiniClusterDefinition, entrypoint_keys: list[str], wait: Wait) -> d
         lbl.ROLE_ANNOTATION: role(mc),
         **await_annotations(mc, wait),
     }
-    template_meta: dict[str, Any] = {"labels": pod.pod_labels(mc)}
-    if s.pod.annotations:
-        template_meta["annotations"] = dict(s.pod.annotations)
+    # The certificate's public key on the pod template: a new certificate (a rotation) changes
+    # the template, so every broker restarts with it together instead of a restarted pod holding
+    # a certificate its peers do not. Public, so it may be shown.
+    template_meta: dict[str, Any] = {
+        "labels": pod.pod_labels(mc),
+        "annotations": {**s.pod.annotations, lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key},
+    }
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": s.size,
@@ -354,14 +362,15 @@ def render(
         raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
     data = entrypoint_data(mc)
     keys = list(data)
-    objects = [_config_map(mc, data), _curve_secret(mc, certificate)]
+    text, public_key = _certificate(certificate)
+    objects = [_config_map(mc, data), _curve_secret(mc, text, public_key)]
     if mc.spec.services:
         objects.append(_services_pod(mc))
     objects.append(_headless_service(mc))
     if mc.spec.services and mc.spec.flux.minimal_service:
         objects.append(_services_headless_service(mc))
     objects += _sidecar_services(mc)
-    objects.append(_job(mc, keys, wait))
+    objects.append(_job(mc, keys, wait, public_key))
     return objects
 
 
