@@ -166,19 +166,34 @@ def test_without_a_certificate_the_secret_carries_placeholders() -> None:
 
 
 def certificate_public_key() -> str:
-    from components.core import certificate
-
     return certificate.parse(CERT).public_key
 
 
 def test_a_new_certificate_changes_the_pod_template() -> None:
-    from components.core import certificate
-
     other = certificate.render(certificate.generate("flux-sample", "flux-sample-0"))
     first, second = (by_kind(render(mini(), c), "Job")["spec"]["template"] for c in (CERT, other))
     assert first != second
     annotations = second["metadata"]["annotations"]
     assert annotations[lbl.CURVE_PUBLIC_KEY_ANNOTATION] == certificate.parse(other).public_key
+
+
+@pytest.mark.parametrize(
+    ("change", "replaces"),
+    [({"size": 3}, False), ({"maxSize": 6}, True), ({"tasks": 8}, False)],
+    ids=["resize", "grow-max-size", "tasks"],
+)
+def test_only_a_rank_order_change_touches_the_pod_template(
+    change: dict[str, int], replaces: bool
+) -> None:
+    def template(**spec: int) -> Any:
+        mc = parse(
+            {"spec": {"size": 2, "maxSize": 4, **spec, "containers": [{"image": "ubuntu:24.04"}]}},
+            name="flux-sample",
+            namespace="hpc",
+        )
+        return by_kind(render(mc, CERT), "Job")["spec"]["template"]
+
+    assert (template() != template(**change)) is replaces
 
 
 def test_a_certificate_flux_would_refuse_is_a_spec_error() -> None:
@@ -307,6 +322,9 @@ def test_pod_template_fields() -> None:
     assert job["spec"]["template"]["metadata"]["annotations"] == {
         "example.com/owner": "md",
         lbl.CURVE_PUBLIC_KEY_ANNOTATION: certificate_public_key(),
+        lbl.BROKER_CONFIG_HASH_ANNOTATION: job["spec"]["template"]["metadata"]["annotations"][
+            lbl.BROKER_CONFIG_HASH_ANNOTATION
+        ],
     }
     pod = job["spec"]["template"]["spec"]
     assert pod["subdomain"] == "demo"

@@ -37,6 +37,10 @@ ROLE_ANNOTATION: Final = f"{DOMAIN}/role"  # "standalone", "root" or "burst"
 # certificates across clusters without reading the secret key.
 CURVE_PUBLIC_KEY_ANNOTATION: Final = f"{DOMAIN}/curve-public-key"
 
+# On the Job's pod template: a digest of broker.toml and the hostlist, so that a change of rank
+# order replaces the Job instead of leaving brokers on the old order.
+BROKER_CONFIG_HASH_ANNOTATION: Final = f"{DOMAIN}/broker-config-hash"
+
 # Pulumi await control (pulumi-kubernetes annotations).
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"

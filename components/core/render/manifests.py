@@ -29,6 +29,7 @@ Improvements over the operator, each deliberate:
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Final, Literal
 
 import yaml
@@ -37,7 +38,7 @@ from components.core import certificate as certificates
 from components.core import labels as lbl
 from components.core.definition import MiniClusterDefinition
 from components.core.errors import Problem, SpecError
-from components.core.render import placeholders, pod, volumes
+from components.core.render import layout, placeholders, pod, volumes
 from components.core.render.scripts import entrypoint_data
 from components.core.spec import DEFAULT_LEAD_PORT
 
@@ -304,9 +305,28 @@ def _job_pod_spec(mc: MiniClusterDefinition, entrypoint_keys: list[str]) -> dict
     return spec
 
 
+def broker_config_hash(mc: MiniClusterDefinition, data: dict[str, str]) -> str:
+    """A digest of what every broker must agree on: the broker config and the rank order.
+
+    On the pod template it makes a hostlist change (a new maxSize, a new burst cluster) replace
+    the Job, so no broker runs with an old rank order. The entrypoint scripts are left out: their
+    size-dependent values change on a resize, which must not restart the cluster. So is a burst
+    cluster's lead address, which the Pulumi layer fills in only once the root has one.
+    """
+    lead = mc.spec.flux.bursting.lead_broker
+    digest = hashlib.sha256()
+    for key in (layout.BROKER_TOML, layout.HOSTLIST):
+        text = data.get(key, "")
+        if lead is not None:
+            text = text.replace(lead.address, "<lead-address>")
+        digest.update(key.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def _job(
-    mc: MiniClusterDefinition, entrypoint_keys: list[str], wait: Wait, public_key: str
+    mc: MiniClusterDefinition, data: dict[str, str], wait: Wait, public_key: str
 ) -> dict[str, Any]:
+    entrypoint_keys = list(data)
     s = mc.spec
     annotations = {
         lbl.MAX_SIZE_ANNOTATION: str(s.max_size),
@@ -319,7 +339,11 @@ def _job(
     # a certificate its peers do not. Public, so it may be shown.
     template_meta: dict[str, Any] = {
         "labels": pod.pod_labels(mc),
-        "annotations": {**s.pod.annotations, lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key},
+        "annotations": {
+            **s.pod.annotations,
+            lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key,
+            lbl.BROKER_CONFIG_HASH_ANNOTATION: broker_config_hash(mc, data),
+        },
     }
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
@@ -361,7 +385,6 @@ def render(
     if wait not in WAIT_MODES:
         raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
     data = entrypoint_data(mc)
-    keys = list(data)
     text, public_key = _certificate(certificate)
     objects = [_config_map(mc, data), _curve_secret(mc, text, public_key)]
     if mc.spec.services:
@@ -370,7 +393,7 @@ def render(
     if mc.spec.services and mc.spec.flux.minimal_service:
         objects.append(_services_headless_service(mc))
     objects += _sidecar_services(mc)
-    objects.append(_job(mc, keys, wait, public_key))
+    objects.append(_job(mc, data, wait, public_key))
     return objects
 
 
