@@ -17,12 +17,9 @@ DEMO_STACKS = ("local", "gke-root", "eks-burst", "aks-burst")
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
-    rows = []
-    problems: list[str] = []
-    for stack in DEMO_STACKS:
-        rendering = stackrender.render_stack(stack, out, quiet=True)
-        problems += rendering.schema_problems()
-        rows.append(rendering.summary_row())
+    renderings = [stackrender.render_stack(stack, out, quiet=True) for stack in DEMO_STACKS]
+    rows = [r.summary_row() for r in renderings]
+    problems = [p for r in renderings for p in r.schema_problems()]
     print(
         f"Rendered {len(DEMO_STACKS)} stacks offline into {out}/ (Pulumi mocks, the real program; "
         "nothing was deployed)."
@@ -30,8 +27,12 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(table(stackrender.SUMMARY_COLUMNS, rows))
     print()
-    if problems:
-        print("Schema problems:")
+    from components.policy import checker
+
+    report = checker.check([o for r in renderings for o in r.objects])
+    print(f"Policy pack (offline): {report.summary()}")
+    if problems or report.exit_code:
+        print("Schema problems:" if problems else report.format())
         for line in problems:
             print(f"  {line}")
         return 1
