@@ -525,8 +525,10 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
         except hostlist.HostlistError as err:
             yield Problem(f"{base}.hostlist", str(err))
         else:
-            own = [f"{mc.name}-{i}" for i in range(mc.spec.max_size)]
-            missing = [h for h in own if h not in set(hosts)]
+            listed = set(hosts)
+            missing = [
+                h for h in (f"{mc.name}-{i}" for i in range(mc.spec.max_size)) if h not in listed
+            ]
             if missing and b.lead_broker is None:
                 yield Problem(
                     f"{base}.hostlist",
