@@ -45,3 +45,35 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
         )
 
     return run
+
+
+# --- hypothesis profiles -------------------------------------------------------------------------
+# ``default`` keeps ``make test`` quick and repeatable: a modest number of examples from a fixed
+# seed per test (derandomized, so a failure comes back on the next run rather than by chance) and
+# no per-example deadline (rendering a 100000-rank cluster or running bash is slow next to
+# hypothesis's 200 ms default).
+# ``fuzz`` (``HYPOTHESIS_PROFILE=fuzz``, which ``make fuzz`` sets) explores many random inputs and
+# keeps failures in hypothesis's example database, so the next run replays them first.
+
+import os  # noqa: E402  (kept with the section it serves)
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "default",
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=600,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
