@@ -448,7 +448,7 @@ CASES = [
         "container-environment-nul",
         container(environment={"A": "a\x00b"}),
         "spec.containers[0].environment.A",
-        bug="a process environment cannot hold a NUL: the container sees A='a'",
+        bug="a process environment cannot hold a NUL: the runtime refuses or cuts the value",
     ),
     # --- paths ------------------------------------------------------------------------------
     Case(
