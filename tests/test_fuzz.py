@@ -47,11 +47,7 @@ K8S_VERSION = "1.34"
 # Problems the code under test is known to cause, each pinned by a strict xfail in
 # test_hostile.py (the case id is the value). The fuzzer keeps running into them and must keep
 # looking for new bugs past them; an entry goes when its hostile case starts passing.
-KNOWN_BUGS: dict[str, str] = {
-    r"^\w+/[^:]+: metadata\.labels\[": "document-label-with-a-quote",
-    r"volumeMounts\[\d+\]\.mountPath: .* is used by another mount": "two-volumes-at-one-path",
-    r"metadata\.name: must be a DNS-1035 label": "name-leading-digit",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def unexplained(problems: list[str]) -> list[str]:

@@ -7,18 +7,33 @@ from collections.abc import Callable
 import pytest
 
 from components.core.names import (
+    dns1035_label,
     dns1123_label,
     dns1123_subdomain,
     env_var_name,
+    host_address,
     label_key,
     label_value,
     port,
+    shell_variable,
 )
 
 Check = Callable[..., "str | None"]
 
 CASES: list[tuple[Check, object, str | None]] = [
     # (check, value, fragment of the message, or None when the value is fine)
+    (dns1035_label, "flux-sample", None),
+    (dns1035_label, "1flux", "starting with a letter"),
+    (dns1035_label, "a" * 64, "(it has 64 characters)"),
+    (shell_variable, "FLUX_URI", None),
+    (shell_variable, "_x1", None),
+    (shell_variable, "MY-VAR", "shell variable name"),
+    (shell_variable, "1X", "not starting with a digit"),
+    (host_address, "34.120.1.2", None),
+    (host_address, "lead.example.org", None),
+    (host_address, "10.0.0.1,evil", "one IPv4 address or DNS name"),
+    (host_address, "[::1]", "no port, comma, brackets"),
+    (host_address, "host:8050", "no port"),
     (dns1123_label, "flux-sample", None),
     (dns1123_label, "a", None),
     (dns1123_label, "0abc9", None),

@@ -7,7 +7,7 @@ headless Service, the ConfigMap) have exactly one definition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from components.core import yamlio
 from components.core.errors import Problem, SpecError
 from components.core.spec import API_GROUP, API_VERSION, KIND, Metadata, MiniClusterSpec
-from components.core.validation import check_semantics, translate_errors
+from components.core.validation import check_semantics, key_path, translate_errors
 
 DEFAULT_NAMESPACE = "default"
 
@@ -85,6 +85,18 @@ def parse(
     """
     problems: list[Problem] = []
     metadata = Metadata()
+    if isinstance(document, Mapping):
+        nul = list(_nul_paths(document, ""))
+        if nul:
+            raise SpecError(
+                [
+                    Problem(
+                        p, "contains a NUL byte, which no script, path or environment can carry"
+                    )
+                    for p in nul
+                ],
+                source=source,
+            )
     if isinstance(document, MiniClusterSpec):
         spec_data: Any = document.model_dump(by_alias=True, exclude_unset=True)
         prefix = "spec"
@@ -183,6 +195,22 @@ def load_one(
             Problem("", f"expected one MiniCluster, found {len(found)}"), source=str(path)
         )
     return found[0]
+
+
+def _nul_paths(value: Any, path: str) -> Iterator[str]:
+    """Field paths of every string (key or value) holding a NUL byte."""
+    if isinstance(value, str):
+        if "\0" in value:
+            yield path
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = key_path(path, str(key))
+            if isinstance(key, str) and "\0" in key:
+                yield where
+            yield from _nul_paths(item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _nul_paths(item, f"{path}[{i}]")
 
 
 def _is_document(data: Mapping[str, Any]) -> bool:

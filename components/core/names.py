@@ -13,12 +13,15 @@ import re
 from typing import Final
 
 __all__ = [
+    "dns1035_label",
     "dns1123_label",
     "dns1123_subdomain",
     "env_var_name",
+    "host_address",
     "label_key",
     "label_value",
     "port",
+    "shell_variable",
 ]
 
 _LABEL_PART: Final = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
@@ -61,6 +64,37 @@ def dns1123_label(value: str) -> str | None:
     if len(value) <= LABEL_MAX and _DNS1123_LABEL_RE.fullmatch(value):
         return None
     return _LABEL_RULE + _too_long(value, LABEL_MAX)
+
+
+_DNS1035_LABEL_RE: Final = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
+_SHELL_VAR_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IPV4_RE: Final = re.compile(
+    r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+)
+
+
+def dns1035_label(value: str) -> str | None:
+    """Service names: a DNS-1123 label that also starts with a letter."""
+    if len(value) <= LABEL_MAX and _DNS1035_LABEL_RE.fullmatch(value):
+        return None
+    return (
+        "must be a DNS-1035 label (a Service name): at most 63 lowercase letters, digits or '-', "
+        "starting with a letter and ending with a letter or digit" + _too_long(value, LABEL_MAX)
+    )
+
+
+def shell_variable(value: str) -> str | None:
+    """Names exported in generated bash: letters, digits and '_', not starting with a digit."""
+    if _SHELL_VAR_RE.fullmatch(value):
+        return None
+    return "must be a shell variable name: letters, digits or '_', not starting with a digit"
+
+
+def host_address(value: str) -> str | None:
+    """One host a broker can dial: an IPv4 address or a DNS name (no port, list or spaces)."""
+    if _IPV4_RE.fullmatch(value) or dns1123_subdomain(value) is None:
+        return None
+    return "must be one IPv4 address or DNS name (no port, comma, brackets or spaces)"
 
 
 def dns1123_subdomain(value: str) -> str | None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 # Kubernetes refuses an Indexed Job with more completions than this.
 MAX_INDEXED_COMPLETIONS = 100_000
+INT64_MAX = 2**63 - 1
 
 # Fields of the older v1alpha1 API, and what replaced them, keyed by the model they sat on.
 V1ALPHA1_FIELDS: dict[str, dict[str, str]] = {
@@ -72,8 +73,8 @@ _MESSAGES = {
     "missing": "required",
 }
 
-_FSD = re.compile(r"^(\d+(\.\d+)?|\.\d+)(ms|s|m|h|d)?$")
-_TOPOLOGY = re.compile(r"^(kary:\d+|binomial|mincrit(:\d+)?|custom)$")
+_FSD = re.compile(r"(\d+(\.\d+)?|\.\d+)(ms|s|m|h|d)?")
+_TOPOLOGY = re.compile(r"(kary:\d+|binomial|mincrit(:\d+)?|custom)")
 _BOOTSTRAP_KEYS = {
     "enable_ipv6",
     "curve_cert",
@@ -126,7 +127,7 @@ def translate_errors(
             problems.append(Problem(path, _MESSAGES[kind]))
         elif kind == "literal_error":
             expected = e.get("ctx", {}).get("expected", "")
-            problems.append(Problem(path, f"must be one of {expected}, got {e['input']!r}"))
+            problems.append(Problem(path, f"must be one of {expected}, got {_short(e['input'])}"))
         elif kind in ("greater_than_equal", "less_than_equal"):
             problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
         elif kind == "value_error":
@@ -135,6 +136,12 @@ def translate_errors(
             problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
     # A union reports one error per member; keep one line per path and message.
     return list(dict.fromkeys(problems))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """A value for a message, cut short: the input may be huge (YAML aliases expand)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _model_at(root: type[BaseModel] | None, loc: list[int | str]) -> type[BaseModel] | None:
@@ -203,7 +210,8 @@ def check_semantics(mc: MiniClusterDefinition) -> list[Problem]:
 
 
 def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
-    if msg := names.dns1123_label(mc.name):
+    # The name also names Services (the headless one by default, <name>-lead, <name>-services).
+    if msg := names.dns1035_label(mc.name):
         yield Problem("metadata.name", msg)
     else:
         longest = f"{mc.name}-{max(mc.spec.max_size - 1, 0)}"
@@ -218,8 +226,17 @@ def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
     if msg := names.dns1123_label(mc.namespace):
         yield Problem("metadata.namespace", msg)
     headless = mc.spec.network.headless_name
-    if headless is not None and (msg := names.dns1123_label(headless)):
+    if headless is not None and (msg := names.dns1035_label(headless)):
         yield Problem("spec.network.headlessName", msg)
+    # The document's own labels and annotations go onto every object we render.
+    for key, value in mc.labels.items():
+        if msg := names.label_key(key):
+            yield Problem(key_path("metadata.labels", key), f"key {msg}")
+        if msg := names.label_value(value):
+            yield Problem(key_path("metadata.labels", key), f"value {msg}")
+    for key in mc.annotations:
+        if msg := names.label_key(key):
+            yield Problem(key_path("metadata.annotations", key), f"key {msg}")
 
 
 def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
@@ -241,6 +258,8 @@ def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem("spec.tasks", f"must be at least 0, got {s.tasks}")
     if s.backoff_limit < 0:
         yield Problem("spec.backoffLimit", f"must be at least 0, got {s.backoff_limit}")
+    if s.deadline_seconds > INT64_MAX:
+        yield Problem("spec.deadlineSeconds", f"must be at most {INT64_MAX} (an int64)")
     if s.deadline_seconds < 1:
         yield Problem(
             "spec.deadlineSeconds", f"must be at least 1 second, got {s.deadline_seconds}"
@@ -281,6 +300,8 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
                 yield Problem(f"{path}.name", "required for a container that does not run Flux")
             elif msg := names.dns1123_label(c.name):
                 yield Problem(f"{path}.name", msg)
+            elif c.ports and (msg := names.dns1035_label(c.name)):
+                yield Problem(f"{path}.name", f"names the sidecar's Service, so it {msg}")
         if cname:
             if cname in seen:
                 yield Problem(
@@ -372,8 +393,19 @@ def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
     for group, containers in (("containers", mc.spec.containers), ("services", mc.spec.services)):
         first: dict[str, tuple[str, ContainerVolume]] = {}
         for i, c in enumerate(containers):
+            mounted: dict[str, str] = {}
             for vname, vol in c.volumes.items():
                 path = key_path(f"spec.{group}[{i}].volumes", vname)
+                # An emptyDir without a path is mounted at /dev/shm, as the operator does.
+                at = vol.path or ("/dev/shm" if vol.empty_dir else "")
+                if at and at.rstrip("/") in mounted:
+                    yield Problem(
+                        f"{path}.path",
+                        f"{at!r} is already the mount path of volume {mounted[at.rstrip('/')]!r} "
+                        "in this container",
+                    )
+                elif at:
+                    mounted[at.rstrip("/")] = vname
                 if msg := names.dns1123_label(vname):
                     yield Problem(path, f"volume name {msg}")
                 if vname in reserved_names:
@@ -417,8 +449,12 @@ def _check_volume(
             yield Problem(f"{path}.path", f"must be an absolute path, got {vol.path!r}")
         elif any(vol.path == r or vol.path.startswith(r + "/") for r in reserved_paths):
             yield Problem(f"{path}.path", f"{vol.path!r} is used by the MiniCluster itself")
-    if vol.host_path is not None and not vol.host_path.startswith("/"):
-        yield Problem(f"{path}.hostPath", f"must be an absolute path, got {vol.host_path!r}")
+    if vol.host_path is not None and (
+        not vol.host_path.startswith("/") or ".." in vol.host_path.split("/")
+    ):
+        yield Problem(
+            f"{path}.hostPath", f"must be an absolute path without '..', got {vol.host_path!r}"
+        )
     if vol.items and kind not in ("configMap", "secret"):
         yield Problem(f"{path}.items", "only a configMap or secret volume has items")
     for key, item_path in vol.items.items():
@@ -454,19 +490,20 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
             "spec.flux.container.mountPath",
             f"must be an absolute path, got {flux.container.mount_path!r}",
         )
-    if flux.connect_timeout and not _FSD.match(flux.connect_timeout):
+    if flux.connect_timeout and not _FSD.fullmatch(flux.connect_timeout):
         yield Problem(
             "spec.flux.connectTimeout",
             "must be a Flux duration such as 5s, 500ms, 2m (or empty), "
             f"got {flux.connect_timeout!r}",
         )
-    if flux.topology and not _TOPOLOGY.match(flux.topology):
+    if flux.topology and not _TOPOLOGY.fullmatch(flux.topology):
         yield Problem(
             "spec.flux.topology",
             f"must be kary:<N>, binomial, mincrit[:<N>] or custom, got {flux.topology!r}",
         )
     for key in flux.environment:
-        if msg := names.env_var_name(key):
+        # Exported by flux-view.sh, which users source in bash.
+        if msg := names.shell_variable(key):
             yield Problem(key_path("spec.flux.environment", key), msg)
     if flux.curve_cert is not None:
         from components.core import certificate
@@ -554,8 +591,8 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
                 f"lists this cluster ({mc.name!r}) itself; a root lists the clusters it bursts to",
             )
         return
-    if not lead.address.strip():
-        yield Problem(f"{base}.leadBroker.address", "must not be empty")
+    if msg := names.host_address(lead.address):
+        yield Problem(f"{base}.leadBroker.address", msg)
     if msg := names.dns1123_label(lead.name):
         yield Problem(f"{base}.leadBroker.name", msg)
     if lead.port < 1:
@@ -596,9 +633,13 @@ def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
     for key in pod.annotations:
         if msg := names.label_key(key):
             yield Problem(key_path("spec.pod.annotations", key), f"key {msg}")
-    for key in pod.node_affinity:
+    for key, values in pod.node_affinity.items():
         if msg := names.label_key(key):
             yield Problem(key_path("spec.pod.nodeAffinity", key), f"key {msg}")
+        if not values:
+            yield Problem(
+                key_path("spec.pod.nodeAffinity", key), "needs at least one value to match"
+            )
     if pod.resources and not pod.runtime_class_name:
         yield Problem(
             "spec.pod.resources",

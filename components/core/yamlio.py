@@ -17,6 +17,9 @@ from components.core.errors import Problem, SpecError
 MAX_BYTES = 4 * 1024 * 1024
 MAX_ALIASES = 200
 MAX_DEPTH = 64
+# Values a document may hold once its aliases are expanded: a spec has a few hundred. Counted
+# without expanding, so a "billion laughs" file is refused in microseconds.
+MAX_EXPANDED_NODES = 100_000
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -96,7 +99,29 @@ def load_documents(text: str, source: str) -> list[Any]:
         raise SpecError(Problem("", f"invalid YAML: {_yaml_message(err)}"), source=source) from None
     except RecursionError:
         raise SpecError(Problem("", "invalid YAML: nested too deeply"), source=source) from None
+    for doc in docs:
+        if _expanded_size(doc, {}) > MAX_EXPANDED_NODES:
+            raise SpecError(
+                Problem(
+                    "",
+                    f"the document expands to more than {MAX_EXPANDED_NODES} values through "
+                    "YAML aliases; write it out instead",
+                ),
+                source=source,
+            )
     return [d for d in docs if d is not None]
+
+
+def _expanded_size(value: Any, seen: dict[int, int]) -> int:
+    """How many values ``value`` holds with aliases expanded, each shared node counted once."""
+    if not isinstance(value, dict | list):
+        return 1
+    key = id(value)
+    if key not in seen:
+        seen[key] = 0  # a self-referencing alias counts as nothing more
+        items = value.values() if isinstance(value, dict) else value
+        seen[key] = 1 + sum(_expanded_size(item, seen) for item in items)
+    return seen[key]
 
 
 def _yaml_message(err: yaml.YAMLError) -> str:

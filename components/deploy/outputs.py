@@ -34,7 +34,7 @@ __all__ = [
 # Stands in for a bursted cluster's lead broker address while rendering. Letters only: it is a
 # valid hostlist term and TOML string, never split by the hostlist compressor (no digits), and it
 # cannot occur in a rendered script by accident.
-LEAD_ADDRESS_PLACEHOLDER: Final = "FLUXMINICLUSTERLEADADDRESS"
+LEAD_ADDRESS_PLACEHOLDER: Final = "fluxminiclusterleadaddress"
 
 # What may stand in broker.toml (as a TOML string and a tcp:// host) and in a hostlist: a DNS
 # name or an IPv4 address. Brackets, commas, quotes or spaces would change what brokers read.
