@@ -129,7 +129,7 @@ class StackConfig(ConfigModel):
 
 
 # Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
-# which storage class the examples' claims use, and the flux-view image for arm nodes.
+# and the flux-view image for arm nodes (the storage classes are in the README).
 LEAD_SERVICE_ANNOTATIONS: dict[str, dict[str, str]] = {
     "gke": {"networking.gke.io/load-balancer-type": "External"},
     "eks": {
@@ -150,13 +150,6 @@ DEFAULT_EXPOSE: dict[str, Literal["LoadBalancer", "NodePort"]] = {
     "aks": "LoadBalancer",
     "kind": "NodePort",
     "generic": "LoadBalancer",
-}
-STORAGE_CLASSES: dict[str, str] = {
-    "gke": "standard-rwo",
-    "eks": "gp3",
-    "aks": "managed-csi",
-    "kind": "standard",
-    "generic": "",
 }
 ARM_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:arm-jammy"
 
