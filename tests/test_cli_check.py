@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from cli import minicluster
 
 BAD = [
     {
@@ -28,17 +27,6 @@ BAD = [
         },
     },
 ]
-
-
-def minicluster(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_a_bad_set_exits_1_and_names_each_policy(tmp_path: Path) -> None:

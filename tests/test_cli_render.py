@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from cli import minicluster
 
 from components.core import certificate
 from components.core import labels as lbl
@@ -18,14 +18,7 @@ SIDECARS = ROOT / "examples" / "services-sidecar.yaml"
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.cli.main", "render", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return minicluster("render", *args, cwd=cwd, timeout=120)
 
 
 def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:

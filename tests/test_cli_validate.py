@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli import minicluster
 
 GOOD = """\
 apiVersion: flux-framework.org/v1alpha2
@@ -21,20 +22,9 @@ spec:
 """
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_valid_file_prints_one_summary_line(tmp_path: Path) -> None:
     (tmp_path / "mc.yaml").write_text(GOOD)
-    result = run("validate", "mc.yaml", cwd=tmp_path)
+    result = minicluster("validate", "mc.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (
         result.stdout == "mc.yaml: ok hpc/flux-sample: size=2 maxSize=4 mode=submit containers=1\n"
@@ -71,7 +61,7 @@ def test_problems_are_one_line_each_with_exit_2(
         (tmp_path / "missing.yaml").write_bytes(content)
     elif content is not None:
         (tmp_path / "missing.yaml").write_text(content)
-    result = run("validate", "missing.yaml", cwd=tmp_path)
+    result = minicluster("validate", "missing.yaml", cwd=tmp_path)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert any(line.startswith(expected) for line in result.stderr.splitlines()), result.stderr
@@ -80,7 +70,7 @@ def test_problems_are_one_line_each_with_exit_2(
 def test_one_bad_file_does_not_hide_the_good_ones(tmp_path: Path) -> None:
     (tmp_path / "good.yaml").write_text(GOOD)
     (tmp_path / "bad.yaml").write_text(GOOD.replace("size: 2", "size: 0"))
-    result = run("validate", "good.yaml", "bad.yaml", cwd=tmp_path)
+    result = minicluster("validate", "good.yaml", "bad.yaml", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout.startswith("good.yaml: ok")
     assert result.stderr.startswith("bad.yaml: spec.size: must be at least 1")
