@@ -242,3 +242,17 @@ class Sandbox:
 
     def mode_of(self, pod_path: str) -> int:
         return stat.S_IMODE(os.stat(self.rewrite(pod_path)).st_mode)
+
+
+def bash_syntax_errors(scripts: dict[str, str], tmp: Path) -> dict[str, str]:
+    """``bash -n`` on each script; the scripts that bash cannot parse, with bash's message."""
+    bad = {}
+    for key, text in scripts.items():
+        path = tmp / f"syntax-{key.replace('/', '_')}"
+        path.write_text(text, encoding="utf-8")
+        result = subprocess.run(
+            ["bash", "-n", str(path)], capture_output=True, text=True, check=False, timeout=30
+        )
+        if result.returncode != 0:
+            bad[key] = result.stderr
+    return bad

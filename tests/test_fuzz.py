@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-import subprocess
 import tomllib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import event, given, note
 from hypothesis import strategies as st
+from scriptharness import bash_syntax_errors
 from strategies import (
     Mutated,
     SpecCase,
@@ -96,20 +95,6 @@ def test_the_oracle_expands_what_flux_would() -> None:
 
 
 # --- checks shared by the properties ---------------------------------------------------------
-
-
-def bash_syntax_errors(scripts: dict[str, str], tmp: Path) -> dict[str, str]:
-    """``bash -n`` on each script; the scripts that bash cannot parse, with bash's message."""
-    bad = {}
-    for key, text in scripts.items():
-        path = tmp / key.replace("/", "_")
-        path.write_text(text, encoding="utf-8")
-        result = subprocess.run(
-            ["bash", "-n", str(path)], capture_output=True, text=True, check=False, timeout=30
-        )
-        if result.returncode != 0:
-            bad[key] = result.stderr
-    return bad
 
 
 def heredocs(script: str) -> dict[str, str]:

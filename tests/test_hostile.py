@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 import yaml
+from scriptharness import bash_syntax_errors
 
 from components.core import kubecheck
 from components.core.definition import MiniClusterDefinition, load_file
@@ -599,19 +600,6 @@ CASES = [
 
 
 # --- running the table ----------------------------------------------------------------------
-
-
-def bash_syntax_errors(scripts: dict[str, str], tmp: Path) -> dict[str, str]:
-    bad = {}
-    for key, text in scripts.items():
-        path = tmp / f"syntax-{key}"
-        path.write_text(text, encoding="utf-8")
-        result = subprocess.run(
-            ["bash", "-n", str(path)], capture_output=True, text=True, check=False, timeout=30
-        )
-        if result.returncode != 0:
-            bad[key] = result.stderr
-    return bad
 
 
 def params(cases: list[Case]) -> list[Any]:
