@@ -1,5 +1,5 @@
-"""The Pulumi program (`pulumi up -s <stack>`): see components/deploy/program.py."""
+"""The Pulumi program (`pulumi up -s <stack>`): see flux_minicluster/deploy/program.py."""
 
-from components.deploy.program import main
+from flux_minicluster.deploy.program import main
 
 main()

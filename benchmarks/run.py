@@ -35,8 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.core.definition import MiniClusterDefinition, parse  # noqa: E402
-from components.core.render.manifests import render, to_yaml  # noqa: E402
+from flux_minicluster.core.definition import MiniClusterDefinition, parse  # noqa: E402
+from flux_minicluster.core.render.manifests import render, to_yaml  # noqa: E402
 
 SIZES = (1, 64, 1024, 16384, 65536)
 RENDER_TARGET_MS = 20.0
@@ -200,7 +200,7 @@ def cold_cli(args: Sequence[str]) -> tuple[float, str]:
     for _ in range(COLD_RUNS):
         started = time.perf_counter()
         result = subprocess.run(
-            [sys.executable, "-m", "components.cli.main", *args],
+            [sys.executable, "-m", "flux_minicluster.cli.main", *args],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -215,7 +215,7 @@ def cold_cli(args: Sequence[str]) -> tuple[float, str]:
 
 PROBE = """
 import sys
-from components.cli.main import main
+from flux_minicluster.cli.main import main
 status = main(["validate", sys.argv[1]])
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pulumi", "pulumi_kubernetes"))
 print(f"PROBE {status} {len(sys.modules)} {len(heavy)}", file=sys.stderr)
@@ -239,7 +239,7 @@ def validate_imports() -> tuple[int, int]:
 def slowest_imports(args: Sequence[str], count: int = 5) -> list[tuple[str, float]]:
     """The top-level imports that cost the most (``-X importtime``, cumulative)."""
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "components.cli.main", *args],
+        [sys.executable, "-X", "importtime", "-m", "flux_minicluster.cli.main", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -260,7 +260,7 @@ def slowest_imports(args: Sequence[str], count: int = 5) -> list[tuple[str, floa
 def render_stacks() -> list[tuple[str, str, str]]:
     """Each bundled stack rendered offline (roots first): (stack, objects, seconds or error)."""
     try:
-        from components.deploy import stackrender
+        from flux_minicluster.deploy import stackrender
     except ImportError as err:
         return [("(none)", "-", f"stackrender unavailable: {err}")]
     stacks = sorted(

@@ -2,7 +2,7 @@
 
 Constructing ``PolicyPack`` starts the analyzer's gRPC server and blocks, so nothing here may be
 imported by tests: the policies live in ``minicluster_policies`` and the rules in
-``components.policy``, both importable on their own.
+``flux_minicluster.policy``, both importable on their own.
 """
 
 from minicluster_policies import ALL

@@ -1,6 +1,6 @@
 """The MiniCluster rules as CrossGuard policies, for ``pulumi preview --policy-pack policies/``.
 
-The rules live in ``components.policy`` (pure Python, shared with the offline checker); this
+The rules live in ``flux_minicluster.policy`` (pure Python, shared with the offline checker); this
 module only adapts them. Each policy turns Pulumi's props into the manifest dict a rule expects
 (dicts and lists, integers back from floats, ``apiVersion``/``kind`` from the type token, secrets
 unwrapped) and reports the rule's messages. Values Pulumi does not know yet (during preview, say
@@ -40,14 +40,15 @@ from pulumi_policy.proxy import (
     UnknownValueError,
 )
 
-# The pack runs with policies/ as its working directory; the rules are in the project's package.
-_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
-if _PROJECT_ROOT not in sys.path:
-    sys.path.insert(0, _PROJECT_ROOT)
+# The pack runs with policies/ as its working directory; the rules are in the project's package,
+# which lives in components/ (and is also installed in the pack's virtualenv).
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent / "components")
+if _PACKAGE_ROOT not in sys.path:
+    sys.path.insert(0, _PACKAGE_ROOT)
 
-from components.policy import manifest as mf  # noqa: E402
-from components.policy.model import Manifest, Rule  # noqa: E402
-from components.policy.rules import ALL_RULES  # noqa: E402
+from flux_minicluster.policy import manifest as mf  # noqa: E402
+from flux_minicluster.policy.model import Manifest, Rule  # noqa: E402
+from flux_minicluster.policy.rules import ALL_RULES  # noqa: E402
 
 __all__ = ["ALL", "POLICIES", "policy_for", "to_manifest"]
 

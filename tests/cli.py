@@ -10,7 +10,7 @@ from pathlib import Path
 def minicluster(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """`minicluster ARGS...` in ``cwd``, with this interpreter (so this checkout's package)."""
     return subprocess.run(
-        [sys.executable, "-m", "components.cli.main", *args],
+        [sys.executable, "-m", "flux_minicluster.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -1,8 +1,7 @@
 """Shared pytest configuration.
 
-# --- Pulumi mocks ------------------------------------------------------------------------------
-``run_pulumi`` runs a Pulumi program under ``components.deploy.mocks``, with a fresh monitor and
-root Stack per run: ``set_mocks`` is process-global, and no run may see another's resources.
+``run_pulumi`` runs a Pulumi program under the recording mocks, with a fresh monitor and root
+Stack per run: ``set_mocks`` is process-global, and no run may see another's resources.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from components.deploy.mocks import ProgramRun
+    from flux_minicluster.deploy.mocks import ProgramRun
 
 
 # --- Pulumi mocks --------------------------------------------------------------------------------
@@ -26,7 +25,7 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
     ``set_mocks`` is process-global, so nothing about one run may leak into the next; pass your
     own ``RecordingMocks`` to fake a Command's stdout or a StackReference's outputs.
     """
-    from components.deploy.mocks import RecordingMocks, run_program
+    from flux_minicluster.deploy.mocks import RecordingMocks, run_program
 
     def run(
         build: Callable[[], Any],

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.core.definition import MiniClusterDefinition
-from components.core.render import layout
-from components.core.render.scripts import entrypoint_data
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.render import layout
+from flux_minicluster.core.render.scripts import entrypoint_data
 
 FAKE_FLUX = f"""#!{sys.executable}
 import json, os, subprocess, sys

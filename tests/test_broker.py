@@ -14,12 +14,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.core import hostlist
-from components.core.definition import MiniClusterDefinition, parse
-from components.core.errors import SpecError
-from components.core.render.broker import broker_toml, config_paths, host_entries, hostlist_for
-from components.core.render.templates import shquote, toml_string
-from components.core.spec import MiniClusterSpec
+from flux_minicluster.core import hostlist
+from flux_minicluster.core.definition import MiniClusterDefinition, parse
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.render.broker import (
+    broker_toml,
+    config_paths,
+    host_entries,
+    hostlist_for,
+)
+from flux_minicluster.core.render.templates import shquote, toml_string
+from flux_minicluster.core.spec import MiniClusterSpec
 
 NAME = "flux-sample"
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 import zmq
 
-from components.core.certificate import (
+from flux_minicluster.core.certificate import (
     CertificateError,
     CurveCertificate,
     generate,
@@ -234,7 +234,7 @@ def test_write_creates_a_0600_file_even_over_a_readable_one(tmp_path: Path) -> N
 
 def _keygen(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "components.core.keygen", *args],
+        [sys.executable, "-m", "flux_minicluster.core.keygen", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -281,7 +281,7 @@ def test_keygen_command_errors_are_one_line(args: list[str], status: int, fragme
 
 
 def test_validate_path_does_not_import_zmq() -> None:
-    code = "import sys, components.core.certificate; print('zmq' in sys.modules)"
+    code = "import sys, flux_minicluster.core.certificate; print('zmq' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )

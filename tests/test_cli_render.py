@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 from cli import minicluster
 
-from components.core import certificate
-from components.core import labels as lbl
+from flux_minicluster.core import certificate
+from flux_minicluster.core import labels as lbl
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = ROOT / "examples" / "hello-world.yaml"

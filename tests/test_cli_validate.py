@@ -79,7 +79,8 @@ def test_one_bad_file_does_not_hide_the_good_ones(tmp_path: Path) -> None:
 def test_validate_never_imports_pulumi(tmp_path: Path) -> None:
     (tmp_path / "mc.yaml").write_text(GOOD)
     code = (
-        "import sys; from components.cli.main import main; rc = main(['validate', 'mc.yaml']);"
+        "import sys; from flux_minicluster.cli.main import main;"
+        "rc = main(['validate', 'mc.yaml']);"
         "bad = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'));"
         "print(bad, file=sys.stderr); sys.exit(rc or (1 if bad else 0))"
     )

@@ -20,22 +20,22 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from components.core import labels as lbl
-from components.core.certificate import generate, parse, render
-from components.core.definition import parse as parse_definition
-from components.core.errors import SpecError
-from components.core.render import manifests as rendering
-from components.core.render import placeholders
-from components.core.spec import MiniClusterSpec
-from components.deploy import outputs
-from components.deploy.minicluster import (
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.certificate import generate, parse, render
+from flux_minicluster.core.definition import parse as parse_definition
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.render import manifests as rendering
+from flux_minicluster.core.render import placeholders
+from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.deploy import outputs
+from flux_minicluster.deploy.minicluster import (
     JOB_HASH_ANNOTATION,
     JOB_IGNORE_CHANGES,
     TYPE,
     MiniCluster,
     MiniClusterArgs,
 )
-from components.deploy.mocks import (
+from flux_minicluster.deploy.mocks import (
     ProgramRun,
     RecordedResource,
     RecordingMocks,
@@ -206,7 +206,7 @@ def test_names_are_stable_across_runs(run_pulumi: Run) -> None:
         ("flux", 'flux keygen --name="$cert_name" --meta="keygen.hostname=$cert_hostname"'),
         ("kubectl", "--restart=Never --rm -i --quiet"),
         ("container", 'run --rm --entrypoint bash "$view_image"'),
-        ("builtin", "-m components.core.keygen"),
+        ("builtin", "-m flux_minicluster.core.keygen"),
     ],
 )
 def test_certificate_comes_from_a_keygen_command(

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from components.core import certificate
-from components.core.definition import load_one
-from components.core.render.manifests import render
-from components.policy import checker
+from flux_minicluster.core import certificate
+from flux_minicluster.core.definition import load_one
+from flux_minicluster.core.render.manifests import render
+from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "policies" / "config.example.json"

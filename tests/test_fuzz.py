@@ -36,10 +36,10 @@ from strategies import (
     spec_cases,
 )
 
-from components.core import kubecheck
-from components.core.definition import MiniClusterDefinition, load_text, parse
-from components.core.errors import SpecError
-from components.core.render.manifests import render
+from flux_minicluster.core import kubecheck
+from flux_minicluster.core.definition import MiniClusterDefinition, load_text, parse
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.render.manifests import render
 
 K8S_VERSION = "1.34"
 
@@ -61,7 +61,7 @@ def unexplained(problems: list[str]) -> list[str]:
     return left
 
 
-# --- an oracle for hostlists, independent of components.core.hostlist ----------------------
+# --- an oracle for hostlists, independent of flux_minicluster.core.hostlist ----------------------
 
 
 def expand(hostlist: str) -> Iterator[str]:
@@ -228,7 +228,7 @@ def test_any_value_at_all_is_a_spec_error_or_a_definition(value: Any) -> None:
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=400) | st.binary(max_size=400))
 def test_any_file_content_is_a_spec_error_or_a_definition(content: str | bytes) -> None:
-    from components.core import yamlio
+    from flux_minicluster.core import yamlio
 
     with contextlib.suppress(SpecError):
         text = yamlio.decode(content, "fuzz.yaml") if isinstance(content, bytes) else content

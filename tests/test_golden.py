@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.core.definition import load_one
-from components.core.render.manifests import lead_service, render, to_yaml
+from flux_minicluster.core.definition import load_one
+from flux_minicluster.core.render.manifests import lead_service, render, to_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"

@@ -31,10 +31,10 @@ import pytest
 import yaml
 from scriptharness import bash_syntax_errors
 
-from components.core import kubecheck
-from components.core.definition import MiniClusterDefinition, load_file
-from components.core.errors import SpecError
-from components.core.render.manifests import render
+from flux_minicluster.core import kubecheck
+from flux_minicluster.core.definition import MiniClusterDefinition, load_file
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.render.manifests import render
 
 ANY_PATH = "<any>"
 MAX_PROBLEM_LINE = 2000
@@ -292,7 +292,7 @@ def heredoc_carries(text: str) -> Check:
 
 def hosts_are(count: int) -> Check:
     def check(mc: MiniClusterDefinition, manifests: Manifests, tmp: Path) -> None:
-        from components.core import hostlist
+        from flux_minicluster.core import hostlist
 
         assert hostlist.count(entrypoint(manifests)["hostlist"].strip()) == count
 
@@ -324,7 +324,7 @@ class Case:
         return yaml.safe_dump(self.input, sort_keys=False, allow_unicode=True).encode()
 
 
-BUG_VALIDATION = "components/core/validation.py accepts it; the API server or the pod refuses it"
+BUG_VALIDATION = "core/validation.py accepts it; the API server or the pod refuses it"
 
 CASES = [
     # --- names ------------------------------------------------------------------------------
@@ -656,7 +656,7 @@ def test_hostile_input_is_refused_with_its_path_or_arrives_intact(
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "components.cli.main", *args],
+        [sys.executable, "-m", "flux_minicluster.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         check=False,

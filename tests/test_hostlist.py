@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.core.hostlist import (
+from flux_minicluster.core.hostlist import (
     HostlistError,
     block,
     compress,

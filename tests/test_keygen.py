@@ -23,15 +23,15 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.core import labels as lbl
-from components.core.certificate import CurveCertificate, generate, parse, render
-from components.core.definition import parse as parse_definition
-from components.core.errors import SpecError
-from components.core.spec import DEFAULT_VIEW_IMAGE
-from components.deploy import keygen
-from components.deploy.keygen import KeygenSettings, render_script, settings_from_args
-from components.deploy.minicluster import MiniCluster
-from components.deploy.mocks import ProgramRun, RecordingMocks, plain, run_create_script
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.certificate import CurveCertificate, generate, parse, render
+from flux_minicluster.core.definition import parse as parse_definition
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
+from flux_minicluster.deploy import keygen
+from flux_minicluster.deploy.keygen import KeygenSettings, render_script, settings_from_args
+from flux_minicluster.deploy.minicluster import MiniCluster
+from flux_minicluster.deploy.mocks import ProgramRun, RecordingMocks, plain, run_create_script
 
 ROOT = Path(__file__).resolve().parents[1]
 BASH = shutil.which("bash") or "/bin/bash"
@@ -68,7 +68,7 @@ if mode == "garbage":
     sys.exit(0)
 name = args[1].removeprefix("--name=")
 host = args[2].removeprefix("--meta=keygen.hostname=")
-sys.exit(subprocess.call([sys.executable, "-m", "components.core.keygen",
+sys.exit(subprocess.call([sys.executable, "-m", "flux_minicluster.core.keygen",
                           "--name", name, "--hostname", host, "--output", target]))
 """
 
@@ -426,7 +426,7 @@ def test_the_command_keeps_the_certificate_stable_and_secret(run_pulumi: Run) ->
     assert (one["triggers"], two["triggers"]) == (["2024-01"], ["2024-06"])  # rotation replaces
     assert one["interpreter"] == ["bash", "-c"]
     assert one["environment"]["PYTHON"] == sys.executable
-    assert one["environment"]["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+    assert one["environment"]["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT / "components")
     for command in commands:
         assert command.options is not None
         assert command.options.additional_secret_outputs == ("stdout",)

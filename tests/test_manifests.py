@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-from components.core import certificate, kubecheck
-from components.core import labels as lbl
-from components.core.definition import MiniClusterDefinition, load_one, parse
-from components.core.errors import SpecError
-from components.core.render import layout, placeholders
-from components.core.render.manifests import lead_service, render, to_yaml
+from flux_minicluster.core import certificate, kubecheck
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.definition import MiniClusterDefinition, load_one, parse
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.render import layout, placeholders
+from flux_minicluster.core.render.manifests import lead_service, render, to_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

@@ -38,18 +38,23 @@ def test_wheel_contains_every_template(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     templates = sorted(p.name for p in (ROOT / "templates").glob("*.j2"))
     assert templates, "templates/ has no templates"
-    missing = [t for t in templates if f"components/_templates/{t}" not in names]
+    missing = [t for t in templates if f"flux_minicluster/_templates/{t}" not in names]
     assert not missing
 
 
 def test_wheel_has_the_console_script(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         entry = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
-        assert "minicluster = components.cli.main:main" in zf.read(entry).decode()
+        assert "minicluster = flux_minicluster.cli.main:main" in zf.read(entry).decode()
 
 
 @pytest.mark.parametrize(
-    "module", ["components.core.definition", "components.core.validation", "components.policy"]
+    "module",
+    [
+        "flux_minicluster.core.definition",
+        "flux_minicluster.core.validation",
+        "flux_minicluster.policy",
+    ],
 )
 def test_core_modules_import_without_pulumi(module: str) -> None:
     code = (
@@ -59,5 +64,19 @@ def test_core_modules_import_without_pulumi(module: str) -> None:
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_users_own_components_folder_does_not_shadow_the_package(tmp_path: Path) -> None:
+    """A user's project commonly has a ``components/`` package of its own; both must import."""
+    (tmp_path / "components").mkdir()
+    (tmp_path / "components" / "__init__.py").write_text("MINE = True\n")
+    code = (
+        "import components; from flux_minicluster import MiniCluster, MiniClusterArgs;"
+        "assert components.MINE and MiniCluster.__name__ == 'MiniCluster'"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr

@@ -45,12 +45,12 @@ from pulumi_policy.proxy import (  # noqa: E402
     unknown_checking_proxy,
 )
 
-from components.core import labels as lbl  # noqa: E402
-from components.core.errors import SpecError  # noqa: E402
-from components.policy import checker  # noqa: E402
-from components.policy import manifest as mf  # noqa: E402
-from components.policy.model import Manifest  # noqa: E402
-from components.policy.rules import ALL_RULES, get_rule  # noqa: E402
+from flux_minicluster.core import labels as lbl  # noqa: E402
+from flux_minicluster.core.errors import SpecError  # noqa: E402
+from flux_minicluster.policy import checker  # noqa: E402
+from flux_minicluster.policy import manifest as mf  # noqa: E402
+from flux_minicluster.policy.model import Manifest  # noqa: E402
+from flux_minicluster.policy.rules import ALL_RULES, get_rule  # noqa: E402
 
 NAME = "flux-sample"
 NS = "ns"

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from components.core.quantity import is_quantity, parse_quantity
+from flux_minicluster.core.quantity import is_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(

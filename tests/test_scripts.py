@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from scriptharness import Sandbox
 
-from components.core.definition import MiniClusterDefinition, load_one, parse
-from components.core.render import layout
-from components.core.render.scripts import CUSTOM_SCRIPT, entrypoint_data
+from flux_minicluster.core.definition import MiniClusterDefinition, load_one, parse
+from flux_minicluster.core.render import layout
+from flux_minicluster.core.render.scripts import CUSTOM_SCRIPT, entrypoint_data
 
 NAME = "flux-sample"
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"

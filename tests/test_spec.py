@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from components.core.definition import load_file, load_text, parse
-from components.core.errors import SpecError
-from components.core.spec import DEFAULT_VIEW_IMAGE
+from flux_minicluster.core.definition import load_file, load_text, parse
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
 
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

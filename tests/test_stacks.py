@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from components.core import hostlist, kubecheck, labels
-from components.core.errors import SpecError
-from components.deploy import stackrender
-from components.deploy.mocks import RecordingMocks, plain, run_create_script, run_program
-from components.deploy.stackconfig import PROJECT
-from components.policy import checker
+from flux_minicluster.core import hostlist, kubecheck, labels
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.deploy import stackrender
+from flux_minicluster.deploy.mocks import RecordingMocks, plain, run_create_script, run_program
+from flux_minicluster.deploy.stackconfig import PROJECT
+from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(

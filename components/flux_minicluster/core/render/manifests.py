@@ -1,0 +1,457 @@
+"""A MiniCluster as the ordered list of Kubernetes objects that run it, as plain dicts.
+
+This is the single source of truth for what lands in a cluster: the Pulumi component registers
+exactly these objects (camelCase dicts are what the typed pulumi_kubernetes classes accept), and
+``minicluster render`` prints exactly these for kubectl or GitOps. So the output is plain JSON
+data (no Pulumi types, ints as ints), and the same spec always gives the same bytes: a byte that
+changes in a pod template replaces the Job.
+
+The order is the operator's, with the certificate moved out of the ConfigMap into a Secret:
+
+1. ConfigMap ``<name>-entrypoint`` (scripts, broker.toml, hostlist);
+2. Secret ``<name>-curve`` (the CURVE certificate; the operator keeps it in the ConfigMap);
+3. Pod ``<name>-services`` when ``spec.services`` is set;
+4. the headless Service ``<headlessName>``;
+5. a ClusterIP Service per sidecar container with ports;
+6. the Indexed Job ``<name>``.
+
+Improvements over the operator, each deliberate:
+
+* the headless Service publishes not-ready addresses: brokers resolve each other while they
+  start, before any pod is Ready, which is the known slow start of operator MiniClusters;
+* with ``flux.minimalService`` the Service stays headless (only a headless Service gives
+  ``<name>-0.<service>`` its DNS record) and selects rank 0 by the Job controller's
+  ``batch.kubernetes.io/job-completion-index`` label, which needs no pod patching;
+* the Job carries Pulumi's await annotations, so ``pulumi up`` neither hangs on a cluster that
+  never completes nor returns before an ephemeral one is up (see ``await_annotations``);
+* ``cleanup: true`` becomes ``ttlSecondsAfterFinished: 0`` (the operator deletes itself).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, Literal
+
+import yaml
+
+from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.render import layout, placeholders, pod, volumes
+from flux_minicluster.core.render.scripts import entrypoint_data
+from flux_minicluster.core.spec import DEFAULT_LEAD_PORT
+
+__all__ = [
+    "BROKER_PORT_NAME",
+    "WAIT_MODES",
+    "Wait",
+    "await_annotations",
+    "lead_service",
+    "render",
+    "role",
+    "to_yaml",
+]
+
+Wait = Literal["none", "ready", "complete"]
+WAIT_MODES: Final[tuple[str, ...]] = ("none", "ready", "complete")
+BROKER_PORT_NAME: Final = "flux-broker"
+# The port every broker binds (broker.toml's default_port); the lead Service forwards to it.
+BROKER_PORT: Final = DEFAULT_LEAD_PORT
+
+
+# --- shared pieces --------------------------------------------------------------------------
+
+
+def _labels(mc: MiniClusterDefinition) -> dict[str, str]:
+    """Labels on every object: the MiniCluster's own metadata labels, then ours (which win).
+
+    There is no MiniCluster object in the cluster to carry the user's labels, so its children do.
+    """
+    return {
+        **mc.labels,
+        lbl.NAME_LABEL: mc.name,
+        lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
+        lbl.CLUSTER_LABEL: mc.name,
+    }
+
+
+def _burst_labels(mc: MiniClusterDefinition) -> dict[str, str]:
+    """Our labels plus the burst group (named after the lead) for a root or bursted cluster."""
+    labels = _labels(mc)
+    bursting = mc.spec.flux.bursting
+    if bursting.lead_broker is not None:
+        labels[lbl.BURST_GROUP_LABEL] = bursting.lead_broker.name
+    elif bursting.clusters:
+        labels[lbl.BURST_GROUP_LABEL] = mc.name
+    return labels
+
+
+def _metadata(
+    mc: MiniClusterDefinition,
+    name: str,
+    labels: dict[str, str],
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": mc.namespace, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def role(mc: MiniClusterDefinition) -> str:
+    """``burst`` joins a lead elsewhere, ``root`` declares clusters to burst to, else standalone."""
+    bursting = mc.spec.flux.bursting
+    if bursting.lead_broker is not None:
+        return "burst"
+    if bursting.clusters:
+        return "root"
+    return "standalone"
+
+
+def await_annotations(mc: MiniClusterDefinition, wait: Wait) -> dict[str, str]:
+    """How long ``pulumi up`` waits for the Job.
+
+    * a persistent cluster never completes, and Pulumi's default Job await waits for completion,
+      so it is skipped whatever ``wait`` says;
+    * ``ready``: wait until every broker pod is Ready (``.status.ready`` counts them), which is
+      when the cluster can take work; the Job may run on long after ``pulumi up`` returns;
+    * ``complete``: Pulumi's default Job await, which waits for the Job to finish;
+    * ``none``: register the Job and move on.
+    """
+    if wait not in WAIT_MODES:
+        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
+    if mc.spec.persistent or wait == "none":
+        return {lbl.SKIP_AWAIT_ANNOTATION: "true"}
+    if wait == "ready":
+        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={mc.spec.size}"}
+    return {}
+
+
+def _broker_port() -> dict[str, Any]:
+    return {
+        "name": BROKER_PORT_NAME,
+        "port": BROKER_PORT,
+        "targetPort": BROKER_PORT,
+        "protocol": "TCP",
+    }
+
+
+def _rank0_selector(mc: MiniClusterDefinition) -> dict[str, str]:
+    return {lbl.JOB_NAME_LABEL: mc.name, lbl.COMPLETION_INDEX_LABEL: "0"}
+
+
+# --- the objects ----------------------------------------------------------------------------
+
+
+def _config_map(mc: MiniClusterDefinition, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(mc, mc.entrypoint_name, _burst_labels(mc)),
+        "data": data,
+    }
+
+
+def _certificate(certificate: str | None) -> tuple[str, str]:
+    """The certificate text and its public key, or the placeholders the Pulumi layer fills."""
+    if certificate is None:
+        return placeholders.CURVE_CERT, placeholders.CURVE_PUBLIC_KEY
+    try:
+        return certificate, certificates.parse(certificate).public_key
+    except certificates.CertificateError as err:
+        raise SpecError(Problem("curve certificate", str(err))) from None
+
+
+def _curve_secret(mc: MiniClusterDefinition, text: str, public_key: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(
+            mc,
+            mc.curve_secret_name,
+            _burst_labels(mc),
+            {lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key},
+        ),
+        "type": "Opaque",
+        "stringData": {lbl.CURVE_CERT_KEY: text},
+    }
+
+
+def _services_pod(mc: MiniClusterDefinition) -> dict[str, Any]:
+    """The bare Pod that runs ``spec.services``, resolvable as ``<name>-services.<headless>``.
+
+    It shares the pod-level settings that let it schedule and pull where the brokers do (service
+    account, node selection, tolerations, DNS, runtime class, security context, pull secrets),
+    but not the broker-only ones: no (anti)affinity to broker pods, no scheduler name (a gang
+    scheduler would wait for a group this pod is not part of), no overhead, no host namespaces.
+    """
+    services = mc.spec.services
+    metadata = _metadata(mc, mc.services_pod_name, pod.services_pod_labels(mc))
+    if mc.spec.pod.annotations:
+        metadata["annotations"] = dict(mc.spec.pod.annotations)
+    spec: dict[str, Any] = {
+        "hostname": mc.services_pod_name,
+        "subdomain": _services_subdomain(mc),
+        "setHostnameAsFQDN": False,
+        **pod.common_pod_fields(mc, services),
+    }
+    if affinity := pod.affinity(mc, brokers=False):
+        spec["affinity"] = affinity
+    spec["containers"] = [pod.service_container(c) for c in services]
+    if user := volumes.user_volumes(services):
+        spec["volumes"] = user
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _services_subdomain(mc: MiniClusterDefinition) -> str:
+    """The headless Service the services Pod resolves under.
+
+    Normally the MiniCluster's own, as with the operator. With ``minimalService`` that Service
+    selects rank 0 only, and a selector cannot also take in a pod that lacks the completion
+    index label, so the services Pod gets a headless Service of its own, named like the pod:
+    ``<name>-services.<ns>.svc`` (and ``<name>-services.<name>-services.<ns>.svc``) resolve.
+    """
+    return mc.services_pod_name if mc.spec.flux.minimal_service else mc.headless_name
+
+
+def _headless_service(mc: MiniClusterDefinition) -> dict[str, Any]:
+    spec: dict[str, Any] = {"clusterIP": "None", "publishNotReadyAddresses": True}
+    if mc.spec.flux.minimal_service:
+        spec["selector"] = _rank0_selector(mc)
+        spec["ports"] = [_broker_port()]
+    else:
+        spec["selector"] = {lbl.JOB_NAME_LABEL: mc.name}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(mc, mc.headless_name, _labels(mc)),
+        "spec": spec,
+    }
+
+
+def _services_headless_service(mc: MiniClusterDefinition) -> dict[str, Any]:
+    """With minimalService only: the headless Service that names the services Pod."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(mc, mc.services_pod_name, _labels(mc)),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                lbl.JOB_NAME_LABEL: mc.name,
+                pod.COMPONENT_LABEL: pod.SERVICES_COMPONENT,
+            },
+        },
+    }
+
+
+def _sidecar_services(mc: MiniClusterDefinition) -> list[dict[str, Any]]:
+    """A ClusterIP Service per sidecar with ports, named after the container, as the operator.
+
+    The operator selects ``app.kubernetes.io/name`` alone, which also takes in the services Pod
+    (it carries that label and serves none of these ports); adding ``hpa-selector``, which only
+    the broker pods carry, keeps the endpoints to the pods that run the sidecar.
+    """
+    out = []
+    for container in mc.spec.containers:
+        if container.run_flux or not container.ports:
+            continue
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": _metadata(mc, container.name or "", _labels(mc)),
+                "spec": {
+                    "type": "ClusterIP",
+                    "selector": {lbl.NAME_LABEL: mc.name, lbl.HPA_SELECTOR_LABEL: mc.name},
+                    "ports": [
+                        {"name": f"port-{p}", "port": p, "targetPort": p, "protocol": "TCP"}
+                        for p in container.ports
+                    ],
+                },
+            }
+        )
+    return out
+
+
+def _job_pod_spec(mc: MiniClusterDefinition, entrypoint_keys: list[str]) -> dict[str, Any]:
+    s = mc.spec
+    spec: dict[str, Any] = {
+        # The Job controller sets hostname <name>-<index>; with this subdomain each broker
+        # resolves as <name>-<i>.<headless>.<ns>.svc.cluster.local. `hostname` must stay short
+        # (setHostnameAsFQDN false): the entrypoint compares it with <name>-0.
+        "subdomain": mc.headless_name,
+        "setHostnameAsFQDN": False,
+        **pod.common_pod_fields(mc, s.containers),
+        "shareProcessNamespace": s.share_process_namespace,
+    }
+    if s.pod.scheduler_name:
+        spec["schedulerName"] = s.pod.scheduler_name
+    if s.pod.host_pid:
+        spec["hostPID"] = True
+    if s.pod.host_ipc:
+        spec["hostIPC"] = True
+    if s.pod.resources:
+        spec["overhead"] = {k: volumes.quantity(v) for k, v in s.pod.resources.items()}
+    if affinity := pod.affinity(mc, brokers=True):
+        spec["affinity"] = affinity
+    spec["initContainers"] = [pod.init_container(mc)]
+    spec["containers"] = [pod.job_container(mc, i, c) for i, c in enumerate(s.containers)]
+    spec["volumes"] = volumes.system_volumes(mc, entrypoint_keys) + volumes.user_volumes(
+        s.containers
+    )
+    return spec
+
+
+def broker_config_hash(mc: MiniClusterDefinition, data: dict[str, str]) -> str:
+    """A digest of what every broker must agree on: the broker config and the rank order.
+
+    On the pod template it makes a hostlist change (a new maxSize, a new burst cluster) replace
+    the Job, so no broker runs with an old rank order. The entrypoint scripts are left out: their
+    size-dependent values change on a resize, which must not restart the cluster. So is a burst
+    cluster's lead address, which the Pulumi layer fills in only once the root has one.
+    """
+    lead = mc.spec.flux.bursting.lead_broker
+    digest = hashlib.sha256()
+    for key in (layout.BROKER_TOML, layout.HOSTLIST):
+        text = data.get(key, "")
+        if lead is not None:
+            text = text.replace(lead.address, "<lead-address>")
+        digest.update(key.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _job(
+    mc: MiniClusterDefinition, data: dict[str, str], wait: Wait, public_key: str
+) -> dict[str, Any]:
+    entrypoint_keys = list(data)
+    s = mc.spec
+    annotations = {
+        lbl.MAX_SIZE_ANNOTATION: str(s.max_size),
+        lbl.LIFECYCLE_ANNOTATION: "persistent" if s.persistent else "ephemeral",
+        lbl.ROLE_ANNOTATION: role(mc),
+        **await_annotations(mc, wait),
+    }
+    # The certificate's public key on the pod template: a new certificate (a rotation) changes
+    # the template, so every broker restarts with it together instead of a restarted pod holding
+    # a certificate its peers do not. Public, so it may be shown.
+    template_meta: dict[str, Any] = {
+        "labels": pod.pod_labels(mc),
+        "annotations": {
+            **s.pod.annotations,
+            lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key,
+            lbl.BROKER_CONFIG_HASH_ANNOTATION: broker_config_hash(mc, data),
+        },
+    }
+    spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": s.size,
+        "parallelism": s.size,
+        "backoffLimit": s.effective_backoff_limit,
+        "activeDeadlineSeconds": s.deadline_seconds,
+    }
+    if s.cleanup:
+        # The operator deletes the whole MiniCluster when rank 0 finishes; the Job controller
+        # can do the equivalent for the Job and its pods without anyone watching.
+        spec["ttlSecondsAfterFinished"] = 0
+    spec["template"] = {"metadata": template_meta, "spec": _job_pod_spec(mc, entrypoint_keys)}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(mc, mc.name, {**s.job_labels, **_labels(mc)}, annotations),
+        "spec": spec,
+    }
+
+
+# --- public API -----------------------------------------------------------------------------
+
+
+def render(
+    mc: MiniClusterDefinition,
+    certificate: str | None = None,
+    *,
+    wait: Wait = "ready",
+) -> list[dict[str, Any]]:
+    """Every object of the MiniCluster, in creation order.
+
+    ``certificate`` is the CURVE certificate text. When it is None (the Pulumi layer, which holds
+    the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and
+    ``placeholders.CURVE_PUBLIC_KEY`` instead, to be replaced before registration. A spec's
+    ``flux.curveCert`` is not picked up here: the caller passes it, so that where a secret comes
+    from is always decided in one place.
+    """
+    if wait not in WAIT_MODES:
+        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
+    data = entrypoint_data(mc)
+    text, public_key = _certificate(certificate)
+    objects = [_config_map(mc, data), _curve_secret(mc, text, public_key)]
+    if mc.spec.services:
+        objects.append(_services_pod(mc))
+    objects.append(_headless_service(mc))
+    if mc.spec.services and mc.spec.flux.minimal_service:
+        objects.append(_services_headless_service(mc))
+    objects += _sidecar_services(mc)
+    objects.append(_job(mc, data, wait, public_key))
+    return objects
+
+
+def lead_service(
+    mc: MiniClusterDefinition,
+    *,
+    service_type: Literal["LoadBalancer", "NodePort"] = "LoadBalancer",
+    annotations: dict[str, str] | None = None,
+    port: int = DEFAULT_LEAD_PORT,
+    node_port: int | None = None,
+) -> dict[str, Any]:
+    """Service ``<name>-lead``: rank 0's broker port, reachable from outside the cluster.
+
+    A bursting root exposes it so that bursted clusters elsewhere can connect to their lead
+    (their ``leadBroker.address``/``port``). It selects rank 0 by the Job controller's completion
+    index label and forwards ``port`` to the broker's 8050. Cloud load balancers take their
+    settings from ``annotations`` (internal LB, static IP, ...).
+    """
+    if service_type not in ("LoadBalancer", "NodePort"):
+        raise ValueError(f"service_type must be LoadBalancer or NodePort, got {service_type!r}")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be between 1 and 65535, got {port}")
+    service_port = {**_broker_port(), "port": port}
+    if node_port is not None:
+        service_port["nodePort"] = node_port
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(mc, f"{mc.name}-lead", _labels(mc), dict(annotations or {})),
+        "spec": {
+            "type": service_type,
+            # The lead must be reachable while it starts, like within the cluster.
+            "publishNotReadyAddresses": True,
+            "selector": _rank0_selector(mc),
+            "ports": [service_port],
+        },
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that writes multi-line strings (scripts, configs) as readable ``|`` blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(manifests: list[dict[str, Any]]) -> str:
+    """A kubectl-ready multi-document stream, every document starting with ``---``.
+
+    Keys keep the renderer's order and scripts stay readable; the stream loads back to exactly
+    ``manifests``.
+    """
+    return "".join(
+        "---\n" + yaml.dump(m, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
+        for m in manifests
+    )

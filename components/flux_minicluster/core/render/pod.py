@@ -1,0 +1,283 @@
+"""Containers and pod-level fields shared by the Job's pod template and the services Pod.
+
+Field by field this follows the operator (``containers.go``, ``job.go``, ``pods.go``) so that an
+operator user finds the pod they know, with its bugs fixed:
+
+* the whole ``pod.securityContext`` is applied, not just ``fsGroup``;
+* lifecycle hooks run through ``/bin/sh -c``, because the operator's single-element argv cannot
+  run a command with arguments (``["echo hi"]`` looks for a binary named "echo hi");
+* pull secrets are deduplicated, so two containers naming one secret give one entry.
+
+Every mapping is built in a fixed order from the spec, so the same spec gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.render import layout, volumes
+from flux_minicluster.core.spec import Container, PodSpec, Resources
+
+__all__ = [
+    "COMPONENT_LABEL",
+    "DEFAULT_RESTART_POLICY",
+    "affinity",
+    "common_pod_fields",
+    "init_container",
+    "job_container",
+    "pod_labels",
+    "service_container",
+    "services_pod_labels",
+]
+
+DEFAULT_RESTART_POLICY: Final = "OnFailure"
+# Kubernetes' recommended label for the role of a workload; the services Pod carries
+# "services" so that a Service can select it apart from the broker pods.
+COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+SERVICES_COMPONENT: Final = "services"
+ZONE_TOPOLOGY: Final = "topology.kubernetes.io/zone"
+HOST_TOPOLOGY: Final = "kubernetes.io/hostname"
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """A corev1 struct from the spec as Kubernetes JSON: camelCase, unset fields left out."""
+    pruned: dict[str, Any] = _prune(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return pruned
+
+
+def _prune(value: Any) -> Any:
+    """Drop empty lists and mappings that pydantic defaults add (``capabilities: {add: []}``)."""
+    if isinstance(value, dict):
+        pruned = {k: _prune(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_prune(v) for v in value]
+    return value
+
+
+def resources(spec: Resources | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    out: dict[str, Any] = {}
+    if spec.limits:
+        out["limits"] = {k: volumes.quantity(v) for k, v in spec.limits.items()}
+    if spec.requests:
+        out["requests"] = {k: volumes.quantity(v) for k, v in spec.requests.items()}
+    if spec.claims:
+        out["claims"] = [dump(c) for c in spec.claims]
+    return out or None
+
+
+def _env(container: Container) -> list[dict[str, Any]]:
+    """``environment`` entries, then ``secrets`` as secretKeyRef, each in spec order.
+
+    Spec order (not sorted) so that a value may refer to an earlier one with ``$(NAME)``.
+    """
+    env: list[dict[str, Any]] = [
+        {"name": name, "value": value} for name, value in container.environment.items()
+    ]
+    env += [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+        for name, ref in container.secrets.items()
+    ]
+    return env
+
+
+def _lifecycle(container: Container) -> dict[str, Any] | None:
+    hooks = container.life_cycle
+    if hooks is None:
+        return None
+    out: dict[str, Any] = {}
+    # The operator passes the string as a one-element argv, which only works for a bare binary
+    # path; through a shell, "flux queue stop --all" and friends work as users expect.
+    for field, command in (("postStart", hooks.post_start_exec), ("preStop", hooks.pre_stop_exec)):
+        if command:
+            out[field] = {"exec": {"command": ["/bin/sh", "-c", command]}}
+    return out or None
+
+
+def _container(
+    name: str,
+    container: Container,
+    command: list[str] | None,
+    mounts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": name,
+        "image": container.image,
+        "imagePullPolicy": container.pull_policy,
+    }
+    if command is not None:
+        out["command"] = command
+    if container.working_dir:
+        out["workingDir"] = container.working_dir
+    if env := _env(container):
+        out["env"] = env
+    if container.ports:
+        out["ports"] = [{"containerPort": p, "protocol": "TCP"} for p in container.ports]
+    if res := resources(container.resources):
+        out["resources"] = res
+    if container.security_context is not None:
+        out["securityContext"] = dump(container.security_context)
+    if lifecycle := _lifecycle(container):
+        out["lifecycle"] = lifecycle
+    # The operator gives every container a TTY and stdin: `kubectl attach -it` to a broker works.
+    out["stdin"] = True
+    out["tty"] = True
+    out["volumeMounts"] = mounts
+    return out
+
+
+def init_container(mc: MiniClusterDefinition) -> dict[str, Any]:
+    """The flux view: copies Flux into the shared emptyDir and writes the broker config."""
+    view = mc.spec.flux.container
+    out: dict[str, Any] = {
+        "name": view.name,
+        "image": view.image,
+        "imagePullPolicy": "Always" if view.pull_always else "IfNotPresent",
+        "command": ["/bin/bash", f"{layout.ENTRYPOINT_DIR}/{layout.INIT_SCRIPT}"],
+    }
+    if view.working_dir:
+        out["workingDir"] = view.working_dir
+    if res := resources(view.resources):
+        out["resources"] = res
+    if view.security_context is not None:
+        out["securityContext"] = dump(view.security_context)
+    out["stdin"] = True
+    out["tty"] = True
+    out["volumeMounts"] = volumes.init_mounts(mc)
+    return out
+
+
+def job_container(mc: MiniClusterDefinition, index: int, container: Container) -> dict[str, Any]:
+    """Container ``index`` of the Job pod: the Flux broker, or a sidecar."""
+    script: str | None
+    if container.run_flux:
+        name, script = mc.name, layout.wait_script(index)
+    else:
+        name = container.name or ""
+        script = layout.start_script(index) if container.wrapped else None
+    command = ["/bin/bash", f"{layout.ENTRYPOINT_DIR}/{script}"] if script else None
+    return _container(name, container, command, volumes.container_mounts(mc, container))
+
+
+def service_container(container: Container) -> dict[str, Any]:
+    """A ``services[]`` container: its image's own entrypoint, no Flux mounts, its own volumes."""
+    return _container(container.name or "", container, None, volumes.user_mounts(container))
+
+
+def pod_labels(mc: MiniClusterDefinition) -> dict[str, str]:
+    """The Job pod template's labels: the user's, then the operator's (which win)."""
+    return {
+        **mc.spec.pod.labels,
+        "namespace": mc.namespace,
+        lbl.OPERATOR_POD_LABELS_APP[0]: lbl.OPERATOR_POD_LABELS_APP[1],
+        lbl.NAME_LABEL: mc.name,
+        lbl.HPA_SELECTOR_LABEL: mc.name,
+        lbl.CLUSTER_LABEL: mc.name,
+    }
+
+
+def services_pod_labels(mc: MiniClusterDefinition) -> dict[str, str]:
+    """The services Pod's labels.
+
+    ``job-name`` puts it into the headless Service, as with the operator. It carries no
+    ``hpa-selector``: that label counts broker pods (the scale selector), and it is what keeps
+    sidecar port Services from sending traffic to this pod, which does not serve those ports.
+    """
+    return {
+        **mc.spec.pod.labels,
+        "namespace": mc.namespace,
+        lbl.OPERATOR_POD_LABELS_APP[0]: lbl.OPERATOR_POD_LABELS_APP[1],
+        lbl.NAME_LABEL: mc.name,
+        lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
+        lbl.CLUSTER_LABEL: mc.name,
+        COMPONENT_LABEL: SERVICES_COMPONENT,
+        lbl.JOB_NAME_LABEL: mc.name,
+    }
+
+
+def _node_affinity(pod: PodSpec) -> dict[str, Any] | None:
+    if not pod.node_affinity:
+        return None
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": key, "operator": "In", "values": list(values)}
+                        for key, values in pod.node_affinity.items()
+                    ]
+                }
+            ]
+        }
+    }
+
+
+def _preferred(mc: MiniClusterDefinition, topology_key: str) -> dict[str, Any]:
+    return {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "podAffinityTerm": {
+                    "labelSelector": {
+                        "matchExpressions": [
+                            {"key": lbl.NAME_LABEL, "operator": "In", "values": [mc.name]}
+                        ]
+                    },
+                    "topologyKey": topology_key,
+                },
+            }
+        ]
+    }
+
+
+def affinity(mc: MiniClusterDefinition, *, brokers: bool) -> dict[str, Any] | None:
+    """Soft "same zone, different nodes" for brokers (unless disabled), plus pod.nodeAffinity.
+
+    Both pod rules are preferences, as with the operator: pods pack onto fewer nodes when the
+    cluster is short of nodes rather than stay Pending.
+    """
+    out: dict[str, Any] = {}
+    if brokers and not mc.spec.network.disable_affinity:
+        out["podAffinity"] = _preferred(mc, ZONE_TOPOLOGY)
+        out["podAntiAffinity"] = _preferred(mc, HOST_TOPOLOGY)
+    if node := _node_affinity(mc.spec.pod):
+        out["nodeAffinity"] = node
+    return out or None
+
+
+def image_pull_secrets(containers: Iterable[Container]) -> list[dict[str, str]]:
+    names = dict.fromkeys(c.image_pull_secret for c in containers if c.image_pull_secret)
+    return [{"name": name} for name in names if name]
+
+
+def common_pod_fields(mc: MiniClusterDefinition, containers: Iterable[Container]) -> dict[str, Any]:
+    """Pod fields the broker pods and the services Pod share, each only when the spec sets it.
+
+    ``automountServiceAccountToken`` is always written (false by default), as the operator does:
+    brokers do not talk to the API server, so they get no token unless asked.
+    """
+    pod = mc.spec.pod
+    out: dict[str, Any] = {"restartPolicy": pod.restart_policy or DEFAULT_RESTART_POLICY}
+    if pod.service_account_name:
+        out["serviceAccountName"] = pod.service_account_name
+    out["automountServiceAccountToken"] = pod.automount_service_account_token
+    if pod.node_selector:
+        out["nodeSelector"] = dict(pod.node_selector)
+    if pod.tolerations:
+        out["tolerations"] = [dump(t) for t in pod.tolerations]
+    if pod.dns_policy:
+        out["dnsPolicy"] = pod.dns_policy
+    if pod.runtime_class_name:
+        out["runtimeClassName"] = pod.runtime_class_name
+    if pod.security_context is not None and (context := dump(pod.security_context)):
+        out["securityContext"] = context
+    if secrets := image_pull_secrets(containers):
+        out["imagePullSecrets"] = secrets
+    return out

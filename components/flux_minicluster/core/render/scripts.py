@@ -1,0 +1,307 @@
+"""The scripts and configs every MiniCluster pod runs: the ``<name>-entrypoint`` ConfigMap's data.
+
+``entrypoint_data(mc)`` returns every key of that ConfigMap, in sorted order:
+
+* ``flux-init.sh``: the init container (flux-view image) copies the view, lays out the config
+  tree and copies ``broker.toml`` and ``hostlist`` into place from the mounted ConfigMap;
+* ``wait-<i>.sh``: the Flux container; rank 0 runs the user's work, every other rank joins;
+* ``start-<i>.sh``: each wrapped sidecar; it gets Flux on its PATH and waits for the socket;
+* ``broker.toml`` and ``hostlist``: see ``flux_minicluster.core.render.broker``.
+
+The behaviour follows the Flux Operator's ``wait.sh``/``start.sh``/``flux-init.sh``, so an
+operator user finds what they know, with its bugs fixed rather than copied:
+
+* user commands are shell by design and are placed verbatim, each on its own lines; everything
+  else that lands in bash (names, paths, hostnames, environment values) is quoted as one word,
+  so a quote, space, ``$(...)``, backtick or newline cannot break or inject into a script. User
+  content is never put inside a generated heredoc except with a delimiter it cannot contain,
+  and the init script copies ``broker.toml`` from the ConfigMap instead of echoing it;
+* the certificate is never printed; it is copied from the Secret and made 0600;
+* workers do not sleep a fixed 15 s between attempts: a broker keeps retrying its connection to
+  a late rank 0 on its own, so only a failed ``flux start`` is retried, after 1, 2, 4, 8, 8... s;
+* ``--wrap`` applies to every broker (rank 0 and workers alike, including a persistent one);
+  ``commands.prefix`` prefixes rank 0's initial program, the only program it can apply to;
+* a persistent cluster (no command, or ``interactive``) runs its broker with
+  ``-Sbroker.rc2_none``, so it stays up whether or not the pod has a terminal attached;
+* a bursted child has no rank 0 of its own (the lead's rank 0 is the instance's), so every one
+  of its brokers behaves as a worker.
+
+The rendered text depends on the spec only (mappings are sorted), so the same spec always
+gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods, replaced.
+"""
+
+from __future__ import annotations
+
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.render import layout, templates
+from flux_minicluster.core.render.broker import broker_toml, config_paths, hostlist_for
+from flux_minicluster.core.render.templates import shquote
+from flux_minicluster.core.spec import DEFAULT_LOGS_DIR, Container
+
+__all__ = [
+    "BATCH_FILE",
+    "CUSTOM_SCRIPT",
+    "INIT_TEMPLATE",
+    "START_TEMPLATE",
+    "WAIT_TEMPLATE",
+    "entrypoint_data",
+    "init_script",
+    "start_script",
+    "wait_script",
+]
+
+INIT_TEMPLATE = "flux-init.sh.j2"
+WAIT_TEMPLATE = "wait.sh.j2"
+START_TEMPLATE = "start.sh.j2"
+
+# commands.script is written here and becomes the command (the operator's path).
+CUSTOM_SCRIPT = "/tmp/custom-entrypoint.sh"
+# Batch mode's script, written in the working directory as the operator does.
+BATCH_FILE = "./flux-job.batch"
+# GNU time, not the shell keyword: only it has -f.
+TIME_BIN = "/usr/bin/time"
+# Longest pause between two attempts of a worker whose `flux start` failed.
+WORKER_MAX_DELAY = 8
+# How long a sidecar waits for the broker socket without goshare-wait-fs.
+SOCKET_WAIT_SECONDS = 600
+
+
+def entrypoint_data(mc: MiniClusterDefinition) -> dict[str, str]:
+    """Every key of the ``<name>-entrypoint`` ConfigMap and its content, keys sorted."""
+    data = {
+        layout.INIT_SCRIPT: init_script(mc),
+        layout.BROKER_TOML: broker_toml(mc),
+        layout.HOSTLIST: hostlist_for(mc) + "\n",
+        layout.wait_script(mc.spec.flux_index): wait_script(mc),
+    }
+    for index, container in enumerate(mc.spec.containers):
+        if container.wrapped:
+            data[layout.start_script(index)] = start_script(mc, index)
+    return {key: data[key] for key in sorted(data)}
+
+
+def init_script(mc: MiniClusterDefinition) -> str:
+    """The init container's ``flux-init.sh``."""
+    return templates.render(INIT_TEMPLATE, **_common(mc, mc.spec.flux_container))
+
+
+def wait_script(mc: MiniClusterDefinition) -> str:
+    """The Flux container's ``wait-<i>.sh``: rank 0 runs the work, the others join."""
+    spec = mc.spec
+    container = spec.flux_container
+    command = _text(container.command)
+    script = _script_body(container)
+    if script:
+        command = f"/bin/bash {CUSTOM_SCRIPT}"
+    persistent = spec.persistent
+    if persistent:
+        mode = "persistent"
+    elif container.batch:
+        mode = "batch"
+    elif container.launcher:
+        mode = "launcher"
+    else:
+        mode = "submit"
+    batch_text = _batch_file(container, command) if container.batch and command else ""
+
+    flags = _flags(mc)
+    program = ""
+    if mode == "submit":
+        submit = _text(spec.flux.submit_command) or "flux submit"
+        program = f"{submit} {flags} --quiet --watch {command.strip()}"
+    elif mode == "launcher":
+        program = command.strip()
+    elif mode == "batch":
+        inner = f"flux batch {flags} --flags waitable {BATCH_FILE} && flux job wait --all"
+        program = f"sh -c {shquote(inner)}"
+    prefix = _text(container.commands.prefix)
+    if program and prefix:
+        program = f"{prefix} {program}"
+    if program and spec.logging.timed:
+        program = f"{TIME_BIN} -f {shquote('FLUXTIME fluxsubmit wall time %E')} {program}"
+
+    return templates.render(
+        WAIT_TEMPLATE,
+        **_common(mc, container),
+        index=spec.flux_index,
+        burst_child=spec.flux.bursting.lead_broker is not None,
+        mode=mode,
+        interactive=spec.interactive,
+        persistent=persistent,
+        program=program,
+        wrap=shquote(f"--wrap={spec.flux.wrap}") if spec.flux.wrap else "",
+        broker_options=_broker_options(mc),
+        archive=spec.archive.path if spec.archive and spec.archive.path else "",
+        environment=_environment_lines(mc),
+        logs=container.logs or DEFAULT_LOGS_DIR,
+        script=script,
+        script_eof=_delimiter("FLUX_CUSTOM_SCRIPT", script),
+        batch=batch_text,
+        batch_eof=_delimiter("FLUX_BATCH_SCRIPT", batch_text),
+        pre=_text(container.commands.pre),
+        broker_pre=_text(container.commands.broker_pre),
+        worker_pre=_text(container.commands.worker_pre),
+        post=_text(container.commands.post),
+        complete_workers=spec.flux.complete_workers,
+        max_delay=WORKER_MAX_DELAY,
+        custom_script=CUSTOM_SCRIPT,
+        batch_file=BATCH_FILE,
+        time_start=(
+            f"{TIME_BIN} -f {shquote('FLUXTIME fluxstart wall time %E')} "
+            if spec.logging.timed
+            else ""
+        ),
+    )
+
+
+def start_script(mc: MiniClusterDefinition, index: int) -> str:
+    """A wrapped sidecar's ``start-<i>.sh``: Flux on PATH, the socket awaited, then its command."""
+    container = mc.spec.containers[index]
+    if not container.wrapped:
+        raise ValueError(
+            f"containers[{index}] has no start script (it runs Flux or keeps its entrypoint)"
+        )
+    script = _script_body(container)
+    command = _text(container.command)
+    if script and not command:
+        command = f"/bin/bash {CUSTOM_SCRIPT}"
+    return templates.render(
+        START_TEMPLATE,
+        **_common(mc, container),
+        index=index,
+        command=command,
+        script=script,
+        script_eof=_delimiter("FLUX_CUSTOM_SCRIPT", script),
+        service_pre=_text(container.commands.service_pre),
+        post=_text(container.commands.post),
+        wait_socket=not mc.spec.flux.no_wait_socket,
+        socket_wait_seconds=SOCKET_WAIT_SECONDS,
+        custom_script=CUSTOM_SCRIPT,
+    )
+
+
+# --- pieces ---------------------------------------------------------------------------------
+
+
+def _common(mc: MiniClusterDefinition, container: Container) -> dict[str, object]:
+    spec = mc.spec
+    return {
+        "name": mc.name,
+        "lead_host": mc.lead_host,
+        "paths": config_paths(mc),
+        "entrypoint_dir": layout.ENTRYPOINT_DIR,
+        "curve_source": f"{layout.CURVE_DIR}/{layout.CURVE_FILE}",
+        "software_dir": layout.SOFTWARE_DIR,
+        "home_dir": layout.HOME_DIR,
+        "broker_toml_key": layout.BROKER_TOML,
+        "hostlist_key": layout.HOSTLIST,
+        "view_enabled": not spec.flux.container.disable,
+        "python_path": spec.flux.container.python_path or "",
+        "fluxion": not spec.flux.scheduler.simple,
+        "quiet": spec.logging.quiet,
+        "strict": spec.logging.strict,
+        "timed": spec.logging.timed,
+        "time_bin": TIME_BIN,
+        "init": _text(container.commands.init),
+    }
+
+
+def _flags(mc: MiniClusterDefinition) -> str:
+    """Node and task flags for flux submit/batch, as the operator builds them.
+
+    ``-N <size>`` only when there are at least as many tasks as nodes (otherwise Flux would
+    refuse fewer tasks than nodes); ``tasks: 0`` means "one slot per node", ``-N`` alone.
+    """
+    spec = mc.spec
+    if spec.tasks == 0:
+        parts = [f"-N {spec.size}"]
+    elif spec.tasks >= spec.size:
+        parts = [f"-N {spec.size}", f"-n {spec.tasks}"]
+    else:
+        parts = [f"-n {spec.tasks}"]
+    option_flags = _text(spec.flux.option_flags).strip()
+    if option_flags:
+        parts.append(option_flags)  # user flags are shell text by design
+    if spec.logging.debug:
+        parts.append("-vvv")
+    return " ".join(parts)
+
+
+def _broker_options(mc: MiniClusterDefinition) -> list[str]:
+    """Broker ``-S`` options, each one shell word (the archive is added at run time)."""
+    spec = mc.spec
+    flux = spec.flux
+    paths = config_paths(mc)
+    options = [
+        shquote(f"-Scron.directory={paths.cron_dir}"),
+        "-Stbon.fanout=256",
+        shquote(f"-Srundir={paths.run_dir}"),
+        shquote(f"-Sstatedir={paths.state_dir}"),
+        "-Slog-stderr-mode=local",
+    ]
+    if spec.persistent:
+        # No initial program: the instance stays up until `flux shutdown` or deletion.
+        options.append("-Sbroker.rc2_none")
+    if not flux.disable_socket:
+        options.append(shquote(f"-Slocal-uri=local://{paths.socket}"))
+    if flux.connect_timeout:
+        options.append(shquote(f"-Stbon.connect_timeout={flux.connect_timeout}"))
+    if flux.topology:
+        options.append(shquote(f"-Stbon.topo={flux.topology}"))
+    if spec.quorum is not None:
+        options.append(f"-Sbroker.quorum={spec.quorum}")
+    if spec.logging.zeromq:
+        options.append("-Stbon.zmqdebug=1")
+    level = 0 if spec.logging.quiet else flux.log_level
+    options.append(f"-Slog-stderr-level={level}")
+    return options
+
+
+def _environment_lines(mc: MiniClusterDefinition) -> list[str]:
+    """``export K=V`` lines for flux-view.sh, each quoted again as one word for printf."""
+    env = mc.spec.flux.environment
+    return [shquote(f"export {key}={shquote(env[key])}") for key in sorted(env)]
+
+
+def _batch_file(container: Container, command: str) -> str:
+    """flux-job.batch: one waitable `flux submit` per command line, or the lines verbatim."""
+    if container.batch_raw:
+        return command if command.startswith("#!") else f"#!/bin/bash\n{command}"
+    logs = (container.logs or DEFAULT_LOGS_DIR).rstrip("/") or "/"
+    lines = ["#!/bin/bash"]
+    lines += [
+        f"flux submit --flags waitable {shquote(f'--error={logs}/job-{n}.err')} "
+        f"{shquote(f'--output={logs}/job-{n}.out')} {line}"
+        for n, line in enumerate(s.strip() for s in command.splitlines() if s.strip())
+    ]
+    lines += ["flux queue idle", "flux jobs -a"]
+    return "\n".join(lines)
+
+
+def _script_body(container: Container) -> str:
+    """commands.script as a heredoc body: the file written from it is the script, byte for byte.
+
+    The heredoc ends the file with a newline, so one trailing newline of the script is left to it.
+    """
+    return (container.commands.script or "").removesuffix("\n")
+
+
+def _text(value: str | None) -> str:
+    """A user-supplied block without surrounding blank lines or trailing whitespace."""
+    if not value:
+        return ""
+    lines = value.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _delimiter(base: str, body: str) -> str:
+    """A heredoc delimiter that no line of ``body`` equals, so the body cannot end it early."""
+    lines = set(body.split("\n"))
+    delimiter = base
+    n = 0
+    while delimiter in lines:
+        n += 1
+        delimiter = f"{base}_{n}"
+    return delimiter

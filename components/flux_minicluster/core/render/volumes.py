@@ -1,0 +1,194 @@
+"""Pod volumes and volume mounts: the MiniCluster's own, and the user's ``containers[].volumes``.
+
+The operator's volume code has three quirks that break real specs, fixed here:
+
+* a configMap volume is named after ``configMapName`` while its mount is named after the map key,
+  so the pod is refused unless the two happen to be equal: here the volume is named by the key;
+* a path-only volume becomes a PVC with an empty ``claimName``, which the API server refuses:
+  here it is an emptyDir at that path (scratch space, which is what such specs mean);
+* an emptyDir is always mounted at ``/dev/shm``, ignoring ``path``: here ``path`` wins and
+  ``/dev/shm`` is the default;
+* mounts leak into every later container (a slice shared between loop iterations): here each
+  container mounts exactly its own volumes.
+
+Each pod volume is defined once, by the first container that declares it (validation refuses
+two different definitions under one name), so two containers may share a volume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.render import layout
+from flux_minicluster.core.spec import Container, ContainerVolume, QuantityValue
+
+__all__ = [
+    "SHM_PATH",
+    "container_mounts",
+    "entrypoint_volume",
+    "flux_mounts",
+    "init_mounts",
+    "quantity",
+    "system_volumes",
+    "user_mounts",
+    "user_volumes",
+]
+
+SHM_PATH: Final = "/dev/shm"
+SCRIPT_MODE: Final = 0o755
+FILE_MODE: Final = 0o644
+# The Secret's file is owned by root: 0444 lets a container running as any uid read it. Only
+# this pod's containers that mount it can, and the entrypoint copies it to a 0600 file owned by
+# the broker's user, which is the file Flux reads (it refuses a group/other-readable cert).
+CURVE_MODE: Final = 0o444
+
+
+def quantity(value: QuantityValue) -> int | str:
+    """A quantity as Kubernetes JSON carries it: an integer, or a string (never a float)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else repr(value)
+    return value
+
+
+def _empty_dir(
+    medium: str | None = None, size_limit: QuantityValue | None = None
+) -> dict[str, Any]:
+    source: dict[str, Any] = {}
+    if medium is not None and medium.lower() == "memory":
+        source["medium"] = "Memory"
+    if size_limit is not None:
+        source["sizeLimit"] = quantity(size_limit)
+    return source
+
+
+def _items(items: dict[str, str]) -> list[dict[str, str]]:
+    return [{"key": key, "path": path} for key, path in items.items()]
+
+
+def volume_source(volume: ContainerVolume) -> dict[str, Any]:
+    """The pod volume source for one spec volume, chosen by ``ContainerVolume.kind``."""
+    kind = volume.kind
+    if kind == "csi":
+        csi: dict[str, Any] = {"driver": volume.csi_driver}
+        if volume.read_only:
+            csi["readOnly"] = True
+        if volume.csi_driver_attributes:
+            csi["volumeAttributes"] = dict(volume.csi_driver_attributes)
+        return {"csi": csi}
+    if kind == "secret":
+        secret: dict[str, Any] = {"secretName": volume.secret_name}
+        if volume.items:
+            secret["items"] = _items(volume.items)
+        return {"secret": secret}
+    if kind == "emptyDir":
+        return {"emptyDir": _empty_dir(volume.empty_dir_medium, volume.empty_dir_size_limit)}
+    if kind == "hostPath":
+        # Directory: the directory must already exist on the node, as with the operator.
+        return {"hostPath": {"path": volume.host_path, "type": "Directory"}}
+    if kind == "configMap":
+        config_map: dict[str, Any] = {"name": volume.config_map_name}
+        if volume.items:
+            config_map["items"] = _items(volume.items)
+        return {"configMap": config_map}
+    if kind == "persistentVolumeClaim":
+        claim: dict[str, Any] = {"claimName": volume.claim_name}
+        if volume.read_only:
+            claim["readOnly"] = True
+        return {"persistentVolumeClaim": claim}
+    return {"emptyDir": {}}  # "scratch": a path-only volume
+
+
+def _mount(name: str, path: str, read_only: bool = False) -> dict[str, Any]:
+    mount: dict[str, Any] = {"name": name, "mountPath": path}
+    if read_only:
+        mount["readOnly"] = True
+    return mount
+
+
+def user_mounts(container: Container) -> list[dict[str, Any]]:
+    """The mounts of exactly this container's own volumes, in spec order."""
+    mounts = []
+    for name, volume in container.volumes.items():
+        # Validation requires a path for every kind but emptyDir, which defaults to /dev/shm.
+        default = SHM_PATH if volume.kind == "emptyDir" else ""
+        path = volume.path or default
+        mounts.append(_mount(name, path, volume.read_only))
+    return mounts
+
+
+def user_volumes(containers: Iterable[Container]) -> list[dict[str, Any]]:
+    """One pod volume per volume name across ``containers``; the first definition wins."""
+    seen: dict[str, dict[str, Any]] = {}
+    for container in containers:
+        for name, volume in container.volumes.items():
+            if name not in seen:
+                seen[name] = {"name": name, **volume_source(volume)}
+    return list(seen.values())
+
+
+def entrypoint_volume(mc: MiniClusterDefinition, keys: Iterable[str]) -> dict[str, Any]:
+    """The entrypoint ConfigMap as a volume, one item per data key; scripts are executable.
+
+    Listing the items makes the kubelet refuse to start a pod whose ConfigMap lacks a script the
+    pod needs, instead of starting a broker that then fails on a missing file.
+    """
+    items: list[dict[str, Any]] = []
+    for key in keys:
+        item: dict[str, Any] = {"key": key, "path": key}
+        if key.endswith(".sh"):
+            item["mode"] = SCRIPT_MODE
+        items.append(item)
+    return {
+        "name": mc.entrypoint_name,
+        "configMap": {"name": mc.entrypoint_name, "defaultMode": FILE_MODE, "items": items},
+    }
+
+
+def system_volumes(
+    mc: MiniClusterDefinition, entrypoint_keys: Iterable[str]
+) -> list[dict[str, Any]]:
+    """The MiniCluster's own volumes, in the operator's order, then the curve Secret."""
+    return [
+        {"name": layout.SOFTWARE_VOLUME, "emptyDir": {}},
+        {"name": layout.HOME_VOLUME, "emptyDir": {}},
+        {"name": mc.spec.flux.container.name, "emptyDir": {}},
+        entrypoint_volume(mc, entrypoint_keys),
+        {
+            "name": layout.CURVE_VOLUME,
+            "secret": {
+                "secretName": mc.curve_secret_name,
+                "defaultMode": CURVE_MODE,
+                "items": [{"key": layout.CURVE_FILE, "path": layout.CURVE_FILE}],
+            },
+        },
+    ]
+
+
+def init_mounts(mc: MiniClusterDefinition) -> list[dict[str, Any]]:
+    """The flux view init container: home, the view emptyDir, the scripts (read-only)."""
+    return [
+        _mount(layout.HOME_VOLUME, layout.HOME_DIR),
+        _mount(mc.spec.flux.container.name, mc.spec.flux.container.mount_path),
+        _mount(mc.entrypoint_name, layout.ENTRYPOINT_DIR, read_only=True),
+    ]
+
+
+def flux_mounts(mc: MiniClusterDefinition, *, curve: bool) -> list[dict[str, Any]]:
+    """What every Job container mounts; ``curve`` for the containers that start a broker."""
+    mounts = init_mounts(mc)
+    if curve:
+        mounts.append(_mount(layout.CURVE_VOLUME, layout.CURVE_DIR, read_only=True))
+    mounts.append(_mount(layout.SOFTWARE_VOLUME, layout.SOFTWARE_DIR))
+    return mounts
+
+
+def container_mounts(mc: MiniClusterDefinition, container: Container) -> list[dict[str, Any]]:
+    """A Job container's mounts: the MiniCluster's own, then its own volumes only.
+
+    The Flux container and wrapped sidecars (whose ``start-<i>.sh`` connects to the broker)
+    mount the certificate; a sidecar that keeps its image's entrypoint does not need it.
+    """
+    curve = container.run_flux or container.wrapped
+    return flux_mounts(mc, curve=curve) + user_mounts(container)

@@ -1,0 +1,656 @@
+"""Every rule a MiniCluster spec must satisfy before anything is rendered or registered.
+
+The operator validates inside its reconciler and, on failure, logs and does nothing: the user
+sees a MiniCluster that never starts. Here each rule reports a ``Problem`` with the field path in
+the user's own camelCase spelling and a message that says what is allowed, and all problems of a
+spec are reported at once. Rules are grouped by the part of the spec they read; each function
+returns its problems and never raises.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from flux_minicluster.core import hostlist, names
+from flux_minicluster.core.errors import Problem
+from flux_minicluster.core.render import layout
+from flux_minicluster.core.spec import Container, ContainerVolume
+
+if TYPE_CHECKING:
+    from flux_minicluster.core.definition import MiniClusterDefinition
+
+# Kubernetes refuses an Indexed Job with more completions than this.
+MAX_INDEXED_COMPLETIONS = 100_000
+INT64_MAX = 2**63 - 1
+
+# Fields of the older v1alpha1 API, and what replaced them, keyed by the model they sat on.
+V1ALPHA1_FIELDS: dict[str, dict[str, str]] = {
+    "MiniClusterSpec": {
+        "users": "v1alpha1 multi-user mode was removed in v1alpha2; Flux runs as the container's "
+        "user (set containers[].securityContext.runAsUser)",
+        "fluxRestful": "the built-in flux-restful server was removed in v1alpha2; run "
+        "flux-restful-api as a launcher command or a sidecar container",
+        "volumes": "v1alpha2 does not create PersistentVolumes; create the PVC yourself and mount "
+        "it with containers[].volumes.<name>.claimName",
+        "test": "removed in v1alpha2; use logging.quiet",
+    },
+    "Container": {
+        "cores": "removed in v1alpha2; Flux discovers cores with hwloc, set resources.limits.cpu",
+        "diagnostics": "removed in v1alpha2; run flux overlay status or flux dmesg in commands.pre",
+        "fluxUser": "removed in v1alpha2; Flux runs as the container's user "
+        "(set securityContext.runAsUser)",
+        "preCommand": "replaced by commands.pre",
+        "fluxOptionFlags": "replaced by flux.optionFlags",
+        "fluxLogLevel": "replaced by flux.logLevel",
+        "existingVolumes": "replaced by volumes (containers[].volumes.<name>)",
+        "runFluxAsRoot": "removed in v1alpha2; set securityContext.runAsUser: 0",
+    },
+    "Commands": {
+        "runFluxAsRoot": "removed in v1alpha2; set the container's securityContext.runAsUser: 0",
+    },
+    "FluxSpec": {
+        "installRoot": "removed in v1alpha2; Flux comes from the flux view (flux.container)",
+        "curveCertSecret": "replaced by flux.curveCert (or let the keygen make one)",
+    },
+}
+
+_MESSAGES = {
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "string_type": "must be a string (quote it)",
+    "bool_type": "must be true or false",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "list_type": "must be a list",
+    "float_type": "must be a number",
+    "missing": "required",
+}
+
+_FSD = re.compile(r"(\d+(\.\d+)?|\.\d+)(ms|s|m|h|d)?")
+_TOPOLOGY = re.compile(r"(kary:\d+|binomial|mincrit(:\d+)?|custom)")
+_BOOTSTRAP_KEYS = {
+    "enable_ipv6",
+    "curve_cert",
+    "default_port",
+    "default_bind",
+    "default_connect",
+    "hosts",
+}
+_HOST_KEYS = {"host", "bind", "connect", "parent"}
+_EMPTY_DIR_MEDIA = {"", "memory", "Memory", "default"}
+_RESERVED_PATHS = (layout.ENTRYPOINT_DIR, layout.SOFTWARE_DIR, layout.HOME_DIR, layout.CURVE_DIR)
+
+
+# --- pydantic errors -> problems -------------------------------------------------------------
+
+
+def format_path(prefix: str, loc: Iterable[int | str]) -> str:
+    """``spec`` + ``("containers", 0, "name")`` -> ``spec.containers[0].name``."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = key_path(out, part)
+    return out
+
+
+def key_path(path: str, key: str) -> str:
+    """A mapping key appended to a path: ``.data`` when plain, ``['app.kubernetes.io/x']``."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
+
+
+def translate_errors(
+    err: ValidationError, prefix: str, root: type[BaseModel] | None
+) -> list[Problem]:
+    """Readable problems from pydantic's errors, with did-you-mean for unknown fields."""
+    problems = []
+    for e in err.errors(include_url=False):
+        loc = [p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        # A union of types reports each member; the member name is noise to a user.
+        loc = [p for p in loc if not (isinstance(p, str) and p in ("int", "float", "str"))]
+        path = format_path(prefix, loc)
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            model = _model_at(root, loc[:-1]) if root else None
+            problems.append(Problem(path, _unknown_field(str(loc[-1]), model)))
+        elif kind in _MESSAGES:
+            problems.append(Problem(path, _MESSAGES[kind]))
+        elif kind == "literal_error":
+            expected = e.get("ctx", {}).get("expected", "")
+            problems.append(Problem(path, f"must be one of {expected}, got {_short(e['input'])}"))
+        elif kind in ("greater_than_equal", "less_than_equal"):
+            problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
+        elif kind == "value_error":
+            problems.append(Problem(path, str(e.get("ctx", {}).get("error", e["msg"]))))
+        else:
+            problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
+    # A union reports one error per member; keep one line per path and message.
+    return list(dict.fromkeys(problems))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """A value for a message, cut short: the input may be huge (YAML aliases expand)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _model_at(root: type[BaseModel] | None, loc: list[int | str]) -> type[BaseModel] | None:
+    """The model class that sits at ``loc`` below ``root``, following lists and dicts."""
+    annotation: Any = root
+    for part in loc:
+        annotation = _strip_optional(annotation)
+        origin = get_origin(annotation)
+        if origin in (list, dict):
+            annotation = get_args(annotation)[-1]  # a list index or a mapping key
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = next(
+                (f for n, f in annotation.model_fields.items() if part in (n, f.alias)), None
+            )
+            if field is None:
+                return None
+            annotation = field.annotation
+        else:
+            return None
+    annotation = _strip_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _strip_optional(annotation: Any) -> Any:
+    """``X | None`` -> ``X`` when X is a model; other annotations unchanged."""
+    if get_origin(annotation) not in (list, dict, None):
+        for arg in get_args(annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg
+    return annotation
+
+
+def _unknown_field(name: str, model: type[BaseModel] | None) -> str:
+    if model is None:
+        return "unknown field"
+    replaced = V1ALPHA1_FIELDS.get(model.__name__, {}).get(name)
+    if replaced:
+        return f"field of the older v1alpha1 API: {replaced}"
+    known = [f.alias or n for n, f in model.model_fields.items()]
+    lower = {k.lower(): k for k in known}
+    guess = lower.get(name.lower()) or next(
+        iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None
+    )
+    if guess:
+        return f"unknown field; did you mean {guess!r}?"
+    return "unknown field; allowed: " + ", ".join(sorted(known))
+
+
+# --- semantic rules -------------------------------------------------------------------------
+
+
+def check_semantics(mc: MiniClusterDefinition) -> list[Problem]:
+    """All cross-field rules, in spec order; empty when the MiniCluster may be deployed."""
+    return [
+        *_check_names(mc),
+        *_check_sizes(mc),
+        *_check_containers(mc),
+        *_check_services(mc),
+        *_check_volumes(mc),
+        *_check_flux(mc),
+        *_check_bursting(mc),
+        *_check_pod(mc),
+    ]
+
+
+def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    # The name also names Services (the headless one by default, <name>-lead, <name>-services).
+    if msg := names.dns1035_label(mc.name):
+        yield Problem("metadata.name", msg)
+    else:
+        longest = f"{mc.name}-{max(mc.spec.max_size - 1, 0)}"
+        for derived in (longest, mc.services_pod_name if mc.spec.services else ""):
+            if len(derived) > 63:
+                yield Problem(
+                    "metadata.name",
+                    f"too long: the hostname {derived!r} would exceed 63 characters; "
+                    f"use at most {63 - (len(derived) - len(mc.name))} characters",
+                )
+                break
+    if msg := names.dns1123_label(mc.namespace):
+        yield Problem("metadata.namespace", msg)
+    headless = mc.spec.network.headless_name
+    if headless is not None and (msg := names.dns1035_label(headless)):
+        yield Problem("spec.network.headlessName", msg)
+    # The document's own labels and annotations go onto every object we render.
+    for key, value in mc.labels.items():
+        if msg := names.label_key(key):
+            yield Problem(key_path("metadata.labels", key), f"key {msg}")
+        if msg := names.label_value(value):
+            yield Problem(key_path("metadata.labels", key), f"value {msg}")
+    for key in mc.annotations:
+        if msg := names.label_key(key):
+            yield Problem(key_path("metadata.annotations", key), f"key {msg}")
+
+
+def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    s = mc.spec
+    if s.size < 1:
+        yield Problem("spec.size", f"must be at least 1, got {s.size}")
+    if s.max_size < s.size:
+        yield Problem("spec.maxSize", f"must be at least size ({s.size}), got {s.max_size}")
+    if s.max_size > MAX_INDEXED_COMPLETIONS:
+        yield Problem(
+            "spec.maxSize",
+            f"must be at most {MAX_INDEXED_COMPLETIONS} (the Indexed Job limit), got {s.max_size}",
+        )
+    if s.min_size < 0:
+        yield Problem("spec.minSize", f"must be at least 0, got {s.min_size}")
+    elif s.min_size > s.size:
+        yield Problem("spec.minSize", f"must be at most size ({s.size}), got {s.min_size}")
+    if s.tasks < 0:
+        yield Problem("spec.tasks", f"must be at least 0, got {s.tasks}")
+    if s.backoff_limit < 0:
+        yield Problem("spec.backoffLimit", f"must be at least 0, got {s.backoff_limit}")
+    if s.deadline_seconds > INT64_MAX:
+        yield Problem("spec.deadlineSeconds", f"must be at most {INT64_MAX} (an int64)")
+    if s.deadline_seconds < 1:
+        yield Problem(
+            "spec.deadlineSeconds", f"must be at least 1 second, got {s.deadline_seconds}"
+        )
+
+
+def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    s = mc.spec
+    if not s.containers:
+        yield Problem("spec.containers", "at least one container is required")
+        return
+    flux_indices = [i for i, c in enumerate(s.containers) if c.run_flux]
+    if len(flux_indices) != 1:
+        yield Problem(
+            "spec.containers",
+            f"exactly one container must have runFlux: true, found {len(flux_indices)}"
+            + (f" (containers {flux_indices})" if flux_indices else ""),
+        )
+    seen: dict[str, int] = {}
+    # Names the pod or the cluster's Services already use: a sidecar may not take them.
+    taken = {
+        s.flux.container.name: "the flux view init container",
+        mc.headless_name: "the headless Service",
+        mc.services_pod_name: "the services Pod and its Service",
+    }
+    for i, c in enumerate(s.containers):
+        path = f"spec.containers[{i}]"
+        cname_taken = mc.name if c.run_flux else c.name
+        if cname_taken in taken and not (c.run_flux and cname_taken == mc.headless_name):
+            yield Problem(
+                f"{path}.name" if not c.run_flux else "metadata.name",
+                f"{cname_taken!r} is already the name of {taken[cname_taken]}",
+            )
+        # The Flux container is always named after the MiniCluster, as the operator does.
+        cname = mc.name if c.run_flux else c.name
+        if not c.run_flux:
+            if not c.name:
+                yield Problem(f"{path}.name", "required for a container that does not run Flux")
+            elif msg := names.dns1123_label(c.name):
+                yield Problem(f"{path}.name", msg)
+            elif c.ports and (msg := names.dns1035_label(c.name)):
+                yield Problem(f"{path}.name", f"names the sidecar's Service, so it {msg}")
+        if cname:
+            if cname in seen:
+                yield Problem(
+                    f"{path}.name",
+                    f"{cname!r} is already used by containers[{seen[cname]}] "
+                    "(the Flux container is named after the MiniCluster)",
+                )
+            seen.setdefault(cname, i)
+        if c.command is not None and not c.command.strip():
+            yield Problem(
+                f"{path}.command",
+                "is empty; leave command out for a persistent cluster, or give a command",
+            )
+        if c.commands.script is not None and not c.commands.script.strip():
+            yield Problem(f"{path}.commands.script", "is empty; leave it out or give a script")
+        if c.launcher and c.batch:
+            yield Problem(path, "launcher and batch cannot both be true")
+        if c.batch_raw and not c.batch:
+            yield Problem(f"{path}.batchRaw", "requires batch: true")
+        if c.run_flux and c.commands.script and c.command:
+            yield Problem(
+                f"{path}.commands.script",
+                "cannot be used together with command on the Flux container; "
+                "the script becomes the command",
+            )
+        yield from _check_container_common(c, path)
+
+
+def _check_container_common(c: Container, path: str) -> Iterator[Problem]:
+    if not c.image.strip():
+        yield Problem(f"{path}.image", "must not be empty")
+    ports_seen: set[int] = set()
+    for j, port in enumerate(c.ports):
+        if msg := names.port(port):
+            yield Problem(f"{path}.ports[{j}]", msg)
+        elif port in ports_seen:
+            yield Problem(f"{path}.ports[{j}]", f"port {port} is listed twice")
+        ports_seen.add(port)
+    for key in c.environment:
+        if msg := names.env_var_name(key):
+            yield Problem(key_path(f"{path}.environment", key), msg)
+    for key, ref in c.secrets.items():
+        if msg := names.env_var_name(key):
+            yield Problem(key_path(f"{path}.secrets", key), msg)
+        if msg := names.dns1123_subdomain(ref.name):
+            yield Problem(key_path(f"{path}.secrets", key) + ".name", msg)
+        if not ref.key:
+            yield Problem(key_path(f"{path}.secrets", key) + ".key", "must not be empty")
+    for field, value in (("workingDir", c.working_dir), ("logs", c.logs)):
+        if value is not None and not value.startswith("/"):
+            yield Problem(f"{path}.{field}", f"must be an absolute path, got {value!r}")
+    if c.image_pull_secret is not None and (msg := names.dns1123_subdomain(c.image_pull_secret)):
+        yield Problem(f"{path}.imagePullSecret", msg)
+
+
+def _check_services(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for i, svc in enumerate(mc.spec.services):
+        path = f"spec.services[{i}]"
+        if not svc.name:
+            yield Problem(f"{path}.name", "required for a service container")
+        elif msg := names.dns1123_label(svc.name):
+            yield Problem(f"{path}.name", msg)
+        elif svc.name in seen:
+            yield Problem(f"{path}.name", f"{svc.name!r} is used by another service")
+        else:
+            seen.add(svc.name)
+        for field in ("pre", "brokerPre", "workerPre"):
+            if getattr(svc.commands, _snake(field)):
+                yield Problem(
+                    f"{path}.commands.{field}",
+                    "not allowed on a service container (services do not run Flux)",
+                )
+        if svc.run_flux:
+            yield Problem(f"{path}.runFlux", "service containers do not run Flux")
+        yield from _check_container_common(svc, path)
+
+
+def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    reserved_names = {
+        mc.spec.flux.container.name,
+        layout.SOFTWARE_VOLUME,
+        layout.HOME_VOLUME,
+        layout.CURVE_VOLUME,
+        mc.entrypoint_name,
+        mc.curve_secret_name,
+    }
+    reserved_paths = (*_RESERVED_PATHS, mc.spec.flux.container.mount_path)
+    for group, containers in (("containers", mc.spec.containers), ("services", mc.spec.services)):
+        first: dict[str, tuple[str, ContainerVolume]] = {}
+        for i, c in enumerate(containers):
+            mounted: dict[str, str] = {}
+            for vname, vol in c.volumes.items():
+                path = key_path(f"spec.{group}[{i}].volumes", vname)
+                # An emptyDir without a path is mounted at /dev/shm, as the operator does.
+                at = vol.path or ("/dev/shm" if vol.empty_dir else "")
+                if at and at.rstrip("/") in mounted:
+                    yield Problem(
+                        f"{path}.path",
+                        f"{at!r} is already the mount path of volume {mounted[at.rstrip('/')]!r} "
+                        "in this container",
+                    )
+                elif at:
+                    mounted[at.rstrip("/")] = vname
+                if msg := names.dns1123_label(vname):
+                    yield Problem(path, f"volume name {msg}")
+                if vname in reserved_names:
+                    yield Problem(path, f"volume name {vname!r} is reserved for the MiniCluster")
+                if vname in first and first[vname][1].model_dump(
+                    exclude={"path", "read_only"}
+                ) != vol.model_dump(exclude={"path", "read_only"}):
+                    yield Problem(
+                        path,
+                        f"defined differently in {first[vname][0]}; a volume name is one pod "
+                        "volume, so use another name or the same definition",
+                    )
+                first.setdefault(vname, (path, vol))
+                yield from _check_volume(vol, path, reserved_paths)
+
+
+def _check_volume(
+    vol: ContainerVolume, path: str, reserved_paths: tuple[str, ...]
+) -> Iterator[Problem]:
+    kind = vol.kind
+    sources = [
+        n
+        for n, v in (
+            ("csiDriver", vol.csi_driver),
+            ("secretName", vol.secret_name),
+            ("emptyDir", vol.empty_dir),
+            ("hostPath", vol.host_path),
+            ("configMapName", vol.config_map_name),
+            ("claimName", vol.claim_name),
+        )
+        if v
+    ]
+    if len(sources) > 1:
+        yield Problem(
+            path, "set one volume source, found " + ", ".join(sources) + " (a volume has one kind)"
+        )
+    if kind != "emptyDir" and not vol.path:
+        yield Problem(f"{path}.path", f"required for a {kind} volume: where to mount it")
+    if vol.path is not None:
+        if not vol.path.startswith("/"):
+            yield Problem(f"{path}.path", f"must be an absolute path, got {vol.path!r}")
+        elif any(vol.path == r or vol.path.startswith(r + "/") for r in reserved_paths):
+            yield Problem(f"{path}.path", f"{vol.path!r} is used by the MiniCluster itself")
+    if vol.host_path is not None and (
+        not vol.host_path.startswith("/") or ".." in vol.host_path.split("/")
+    ):
+        yield Problem(
+            f"{path}.hostPath", f"must be an absolute path without '..', got {vol.host_path!r}"
+        )
+    if vol.items and kind not in ("configMap", "secret"):
+        yield Problem(f"{path}.items", "only a configMap or secret volume has items")
+    for key, item_path in vol.items.items():
+        if item_path.startswith("/") or ".." in item_path.split("/"):
+            yield Problem(
+                key_path(f"{path}.items", key),
+                f"must be a relative path without '..', got {item_path!r}",
+            )
+    if (vol.empty_dir_medium or vol.empty_dir_size_limit is not None) and not vol.empty_dir:
+        yield Problem(path, "emptyDirMedium and emptyDirSizeLimit need emptyDir: true")
+    if vol.empty_dir_medium is not None and vol.empty_dir_medium not in _EMPTY_DIR_MEDIA:
+        yield Problem(
+            f"{path}.emptyDirMedium",
+            f"must be 'memory' or empty (the node's default medium), got {vol.empty_dir_medium!r}",
+        )
+    if vol.csi_driver_attributes and not vol.csi_driver:
+        yield Problem(f"{path}.csiDriverAttributes", "needs csiDriver")
+    for field, value in (
+        ("configMapName", vol.config_map_name),
+        ("secretName", vol.secret_name),
+        ("claimName", vol.claim_name),
+    ):
+        if value and (msg := names.dns1123_subdomain(value)):
+            yield Problem(f"{path}.{field}", msg)
+
+
+def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    flux = mc.spec.flux
+    if msg := names.dns1123_label(flux.container.name):
+        yield Problem("spec.flux.container.name", msg)
+    if not flux.container.mount_path.startswith("/"):
+        yield Problem(
+            "spec.flux.container.mountPath",
+            f"must be an absolute path, got {flux.container.mount_path!r}",
+        )
+    if flux.connect_timeout and not _FSD.fullmatch(flux.connect_timeout):
+        yield Problem(
+            "spec.flux.connectTimeout",
+            "must be a Flux duration such as 5s, 500ms, 2m (or empty), "
+            f"got {flux.connect_timeout!r}",
+        )
+    if flux.topology and not _TOPOLOGY.fullmatch(flux.topology):
+        yield Problem(
+            "spec.flux.topology",
+            f"must be kary:<N>, binomial, mincrit[:<N>] or custom, got {flux.topology!r}",
+        )
+    for key in flux.environment:
+        # Exported by flux-view.sh, which users source in bash.
+        if msg := names.shell_variable(key):
+            yield Problem(key_path("spec.flux.environment", key), msg)
+    if flux.curve_cert is not None:
+        from flux_minicluster.core import certificate
+
+        try:
+            certificate.parse(flux.curve_cert)
+        except certificate.CertificateError as err:
+            yield Problem("spec.flux.curveCert", str(err))
+    if flux.broker_config is not None:
+        yield from check_broker_config(flux.broker_config, "spec.flux.brokerConfig")
+
+
+def check_broker_config(text: str, path: str) -> Iterator[Problem]:
+    """A broker config must parse as TOML: a real broker hangs on an unclosed array."""
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        yield Problem(path, f"not valid TOML ({err}); a broker would refuse it or hang")
+        return
+    bootstrap = config.get("bootstrap", {})
+    if not isinstance(bootstrap, dict):
+        yield Problem(path, "[bootstrap] must be a table")
+        return
+    for key in bootstrap:
+        if key not in _BOOTSTRAP_KEYS:
+            yield Problem(
+                path,
+                f"[bootstrap] has unknown key {key!r}; the broker refuses it "
+                f"(known: {', '.join(sorted(_BOOTSTRAP_KEYS))})",
+            )
+    hosts = bootstrap.get("hosts", [])
+    if not isinstance(hosts, list):
+        yield Problem(path, "[bootstrap] hosts must be an array of tables")
+        return
+    for i, entry in enumerate(hosts):
+        if not isinstance(entry, dict) or "host" not in entry:
+            yield Problem(path, f"[bootstrap] hosts[{i}] must be a table with a host key")
+            continue
+        for key in entry:
+            if key not in _HOST_KEYS:
+                yield Problem(path, f"[bootstrap] hosts[{i}] has unknown key {key!r}")
+        try:
+            hostlist.count(str(entry["host"]))
+        except hostlist.HostlistError as err:
+            yield Problem(path, f"[bootstrap] hosts[{i}].host: {err}")
+
+
+def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    b = mc.spec.flux.bursting
+    base = "spec.flux.bursting"
+    if b.hostlist and b.clusters:
+        yield Problem(base, "hostlist and clusters cannot both be set (a custom hostlist is final)")
+    if b.hostlist:
+        try:
+            hosts = hostlist.expand(b.hostlist)
+        except hostlist.HostlistError as err:
+            yield Problem(f"{base}.hostlist", str(err))
+        else:
+            listed = set(hosts)
+            missing = [
+                h for h in (f"{mc.name}-{i}" for i in range(mc.spec.max_size)) if h not in listed
+            ]
+            if missing and b.lead_broker is None:
+                yield Problem(
+                    f"{base}.hostlist",
+                    f"must list this cluster's own hosts; missing {hostlist.compress(missing)} "
+                    "(a broker not in the hostlist exits at once)",
+                )
+    seen: set[str] = set()
+    for i, cluster in enumerate(b.clusters):
+        path = f"{base}.clusters[{i}]"
+        cname = cluster.name or ""
+        if msg := names.dns1123_label(cname):
+            yield Problem(f"{path}.name", msg)
+        elif cname in seen:
+            yield Problem(f"{path}.name", f"{cname!r} is listed twice")
+        seen.add(cname)
+        if cluster.size is not None and cluster.size < 1:
+            yield Problem(f"{path}.size", f"must be at least 1, got {cluster.size}")
+    lead = b.lead_broker
+    if lead is None:
+        if mc.name in seen:
+            yield Problem(
+                f"{base}.clusters",
+                f"lists this cluster ({mc.name!r}) itself; a root lists the clusters it bursts to",
+            )
+        return
+    if msg := names.host_address(lead.address):
+        yield Problem(f"{base}.leadBroker.address", msg)
+    if msg := names.dns1123_label(lead.name):
+        yield Problem(f"{base}.leadBroker.name", msg)
+    if lead.port < 1:
+        yield Problem(f"{base}.leadBroker.port", f"must be between 1 and 65535, got {lead.port}")
+    if lead.name == mc.name:
+        yield Problem(
+            f"{base}.leadBroker.name",
+            "names this cluster itself; a bursted cluster needs its own name",
+        )
+    if not b.hostlist:
+        mine = next((c for c in b.clusters if c.name == mc.name), None)
+        if mine is None:
+            yield Problem(
+                f"{base}.clusters",
+                f"must list this bursted cluster ({mc.name!r}) as the lead declares it, so "
+                "every broker computes the same ranks",
+            )
+        elif mine.size is not None and mc.spec.max_size > mine.size:
+            yield Problem(
+                "spec.maxSize",
+                f"{mc.spec.max_size} is larger than the {mine.size} hosts the lead declares "
+                f"for {mc.name!r}",
+            )
+
+
+def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    pod = mc.spec.pod
+    for field, mapping in (
+        ("spec.pod.labels", pod.labels),
+        ("spec.jobLabels", mc.spec.job_labels),
+        ("spec.pod.nodeSelector", pod.node_selector),
+    ):
+        for key, value in mapping.items():
+            if msg := names.label_key(key):
+                yield Problem(key_path(field, key), f"key {msg}")
+            if msg := names.label_value(value):
+                yield Problem(key_path(field, key), f"value {msg}")
+    for key in pod.annotations:
+        if msg := names.label_key(key):
+            yield Problem(key_path("spec.pod.annotations", key), f"key {msg}")
+    for key, values in pod.node_affinity.items():
+        if msg := names.label_key(key):
+            yield Problem(key_path("spec.pod.nodeAffinity", key), f"key {msg}")
+        if not values:
+            yield Problem(
+                key_path("spec.pod.nodeAffinity", key), "needs at least one value to match"
+            )
+    if pod.resources and not pod.runtime_class_name:
+        yield Problem(
+            "spec.pod.resources",
+            "becomes the pod overhead, which Kubernetes accepts only with "
+            "spec.pod.runtimeClassName (a RuntimeClass that defines overhead)",
+        )
+    if pod.service_account_name and (msg := names.dns1123_subdomain(pod.service_account_name)):
+        yield Problem("spec.pod.serviceAccountName", msg)
+    if mc.spec.archive and mc.spec.archive.path and not mc.spec.archive.path.startswith("/"):
+        yield Problem("spec.archive.path", "must be an absolute path")
+
+
+def _snake(camel: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()

@@ -1,0 +1,132 @@
+"""Reading YAML that users wrote by hand, without surprises.
+
+PyYAML's safe loader still accepts duplicate keys (the last silently wins), unbounded alias
+fan-out (a "billion laughs" document that is tiny on disk and enormous once walked) and any
+nesting depth. A spec is configuration for a cluster, so each of these is refused with a message
+that names the file and line instead of producing a different cluster or exhausting memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from flux_minicluster.core.errors import Problem, SpecError
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_ALIASES = 200
+MAX_DEPTH = 64
+# Values a document may hold once its aliases are expanded: a spec has a few hundred. Counted
+# without expanding, so a "billion laughs" file is refused in microseconds.
+MAX_EXPANDED_NODES = 100_000
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that counts aliases and depth, and refuses duplicate mapping keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.YAMLError(
+                    f"line {mark.line + 1}: more than {MAX_ALIASES} YAML aliases; "
+                    "write the values out instead"
+                )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.YAMLError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: let PyYAML report it
+                break
+            if duplicate:
+                raise yaml.YAMLError(
+                    f"line {key_node.start_mark.line + 1}: duplicate key {key!r}; "
+                    "each key may appear once"
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 text from bytes, or a SpecError that says where the bad byte is."""
+    if len(data) > MAX_BYTES:
+        raise SpecError(
+            Problem("", f"file is {len(data)} bytes; at most {MAX_BYTES} are accepted"),
+            source=source,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            Problem("", f"not UTF-8 text (invalid byte at offset {err.start})"), source=source
+        ) from None
+
+
+def load_documents(text: str, source: str) -> list[Any]:
+    """Every document in a YAML stream, as plain Python values; empty documents are dropped."""
+    if len(text) > MAX_BYTES:
+        raise SpecError(
+            Problem("", f"document is {len(text)} characters; at most {MAX_BYTES} are accepted"),
+            source=source,
+        )
+    try:
+        loader = _StrictLoader(text)
+        try:
+            docs = []
+            while loader.check_data():  # type: ignore[no-untyped-call]
+                docs.append(loader.get_data())
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as err:
+        raise SpecError(Problem("", f"invalid YAML: {_yaml_message(err)}"), source=source) from None
+    except RecursionError:
+        raise SpecError(Problem("", "invalid YAML: nested too deeply"), source=source) from None
+    for doc in docs:
+        if _expanded_size(doc, {}) > MAX_EXPANDED_NODES:
+            raise SpecError(
+                Problem(
+                    "",
+                    f"the document expands to more than {MAX_EXPANDED_NODES} values through "
+                    "YAML aliases; write it out instead",
+                ),
+                source=source,
+            )
+    return [d for d in docs if d is not None]
+
+
+def _expanded_size(value: Any, seen: dict[int, int]) -> int:
+    """How many values ``value`` holds with aliases expanded, each shared node counted once."""
+    if not isinstance(value, dict | list):
+        return 1
+    key = id(value)
+    if key not in seen:
+        seen[key] = 0  # a self-referencing alias counts as nothing more
+        items = value.values() if isinstance(value, dict) else value
+        seen[key] = 1 + sum(_expanded_size(item, seen) for item in items)
+    return seen[key]
+
+
+def _yaml_message(err: yaml.YAMLError) -> str:
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
+        mark = err.problem_mark
+        what = " ".join(p for p in (err.context, err.problem) if p)
+        return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+    return str(err).replace("\n", " ")

@@ -1,0 +1,228 @@
+"""The curve certificate of a MiniCluster, made by a ``flux keygen`` Command.
+
+Every broker of a MiniCluster (and of a bursting group) must hold the same CURVE certificate, and
+the cluster's lifetime is longer than one ``pulumi up``. So the certificate is a resource: a
+``pulumi_command`` ``local.Command`` whose ``create`` script prints one certificate, which Pulumi
+then keeps (secret) in state. It runs once; later runs, on this machine or any other, reuse the
+stored stdout, and only a new ``rotation`` value (the Command's trigger) makes a new certificate.
+That is why the inputs that legitimately differ between machines (the script text, the
+environment with the interpreter's path, the interpreter) are in ``ignore_changes``.
+
+The design note generated the certificate with ``flux keygen`` in a one-off pod of the flux view
+image; that is the ``kubectl`` strategy. ``flux`` uses a local Flux, ``container`` docker or
+podman, ``builtin`` this package's pyzmq generator (identical format), and ``auto`` takes the first
+of those that is available and works, deciding when the script runs, not when the program runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, get_args
+
+import pulumi
+from pulumi_command import local
+
+from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.render import templates
+
+if TYPE_CHECKING:
+    from flux_minicluster.core.definition import MiniClusterDefinition
+
+__all__ = [
+    "CONTAINER_RUNTIMES",
+    "STRATEGIES",
+    "ContainerRuntime",
+    "KeygenArgs",
+    "KeygenSettings",
+    "Strategy",
+    "command_environment",
+    "keygen_command",
+    "render_script",
+    "settings_from_args",
+]
+
+Strategy = Literal["auto", "flux", "kubectl", "container", "builtin"]
+ContainerRuntime = Literal["docker", "podman"]
+STRATEGIES: Final[tuple[str, ...]] = get_args(Strategy)
+CONTAINER_RUNTIMES: Final[tuple[str, ...]] = get_args(ContainerRuntime)
+
+TEMPLATE: Final = "keygen.sh.j2"
+INTERPRETER: Final = ("bash", "-c")
+# Inputs that differ between machines or releases of this package, never a reason for a new
+# certificate: the rotation trigger is the only way to replace it.
+MACHINE_DEPENDENT_INPUTS: Final = ("create", "environment", "interpreter")
+_POD_NAME_MAX: Final = 63
+# The keygen pod is <prefix>-<8 hex digits>, with <prefix> = <name>-keygen, shortened to fit.
+_POD_SUFFIX: Final = "-keygen-12345678"
+
+
+class KeygenArgs(TypedDict, total=False):
+    """How the curve certificate is generated when none is supplied."""
+
+    strategy: Strategy
+    """auto (default): the first of flux, kubectl, container, builtin that is available and works
+    when the Command runs; flux: a local ``flux keygen``; kubectl: ``flux keygen`` in a one-off pod
+    of the flux view image; container: the same in docker or podman; builtin: this package's
+    pyzmq generator (``python -m flux_minicluster.core.keygen``), which writes the identical
+    format."""
+
+    rotation: str
+    """Any string; changing it generates a new certificate (it is the Command's trigger). Every
+    broker must be restarted to pick a new certificate up, and bursted clusters must get it too."""
+
+    kubeconfig: str
+    """Path of the kubeconfig the kubectl strategy uses (default: kubectl's own default)."""
+
+    context: str
+    """kubeconfig context the kubectl strategy uses (default: the current context)."""
+
+    image: str
+    """Image with Flux in /opt/view for the kubectl and container strategies (default: the spec's
+    flux view image, ``spec.flux.container.image``)."""
+
+    container_runtime: ContainerRuntime
+    """docker or podman for the container strategy (default: the first one on PATH)."""
+
+
+@dataclass(frozen=True)
+class KeygenSettings:
+    """Validated keygen arguments plus the facts of the cluster the certificate is for."""
+
+    strategy: Strategy
+    rotation: str
+    cert_name: str
+    hostname: str
+    namespace: str
+    image: str
+    pod_prefix: str
+    kubeconfig: str | None = None
+    context: str | None = None
+    container_runtime: ContainerRuntime | None = None
+
+    @property
+    def kubectl_args(self) -> list[str]:
+        args = []
+        if self.kubeconfig is not None:
+            args.append(f"--kubeconfig={self.kubeconfig}")
+        if self.context is not None:
+            args.append(f"--context={self.context}")
+        return args
+
+
+def settings_from_args(
+    args: Mapping[str, Any] | None, definition: MiniClusterDefinition, *, where: str = "keygen"
+) -> KeygenSettings:
+    """Check ``MiniClusterArgs.keygen``; every problem is a SpecError naming the argument."""
+    args = {} if args is None else args
+    problems: list[Problem] = []
+    if not isinstance(args, Mapping):
+        raise SpecError(
+            Problem(where, f"must be a mapping, got {type(args).__name__}"),
+            source="MiniClusterArgs",
+        )
+    for key in args:
+        if key not in KeygenArgs.__optional_keys__:
+            known = ", ".join(sorted(KeygenArgs.__optional_keys__))
+            problems.append(Problem(f"{where}.{key}", f"unknown argument (known: {known})"))
+
+    strategy = args.get("strategy", "auto")
+    if strategy not in STRATEGIES:
+        problems.append(
+            Problem(
+                f"{where}.strategy", f"must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+            )
+        )
+    runtime = args.get("container_runtime")
+    if runtime is not None and runtime not in CONTAINER_RUNTIMES:
+        problems.append(
+            Problem(
+                f"{where}.container_runtime",
+                f"must be one of {', '.join(CONTAINER_RUNTIMES)}, got {runtime!r}",
+            )
+        )
+    rotation = args.get("rotation", "")
+    text: dict[str, str | None] = {}
+    for key in ("kubeconfig", "context", "image"):
+        value = args.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(Problem(f"{where}.{key}", "must be a non-empty string"))
+            value = None
+        text[key] = value
+    if not isinstance(rotation, str):
+        problems.append(Problem(f"{where}.rotation", "must be a string"))
+    if problems:
+        raise SpecError(problems, source="MiniClusterArgs")
+
+    base = f"{definition.name}-keygen"
+    room = _POD_NAME_MAX - len(_POD_SUFFIX)
+    pod_prefix = (
+        base if len(definition.name) <= room else f"{definition.name[:room].rstrip('-')}-keygen"
+    )
+    return KeygenSettings(
+        strategy=strategy,
+        rotation=rotation,
+        cert_name=definition.name,
+        hostname=definition.lead_host,
+        namespace=definition.namespace,
+        image=text["image"] or definition.spec.flux.container.image,
+        pod_prefix=pod_prefix,
+        kubeconfig=text["kubeconfig"],
+        context=text["context"],
+        container_runtime=runtime,
+    )
+
+
+def render_script(settings: KeygenSettings) -> str:
+    """The Command's ``create`` script: deterministic, every value shell-quoted."""
+    return templates.render(
+        TEMPLATE,
+        strategy=settings.strategy,
+        cert_name=settings.cert_name,
+        hostname=settings.hostname,
+        image=settings.image,
+        namespace=settings.namespace,
+        pod_prefix=settings.pod_prefix,
+        container_runtime=settings.container_runtime or "",
+        kubectl_args=settings.kubectl_args,
+    )
+
+
+def command_environment() -> dict[str, str]:
+    """PYTHON and PYTHONPATH for the builtin strategy: this interpreter and this package."""
+    root = str(Path(__file__).resolve().parents[2])
+    existing = os.environ.get("PYTHONPATH")
+    return {
+        "PYTHON": sys.executable,
+        "PYTHONPATH": root if not existing else os.pathsep.join((root, existing)),
+    }
+
+
+def keygen_command(
+    resource_name: str, settings: KeygenSettings, *, opts: pulumi.ResourceOptions
+) -> local.Command:
+    """``<resource_name>-curve-keygen``: its stdout is the certificate, kept secret in state.
+
+    ``opts`` carries the parent (the MiniCluster) and any dependencies; the options that keep
+    the certificate secret and stable are added here.
+    """
+    return local.Command(
+        f"{resource_name}-curve-keygen",
+        create=render_script(settings),
+        interpreter=list(INTERPRETER),
+        environment=command_environment(),
+        triggers=[settings.rotation],
+        logging=local.Logging.NONE,
+        # The previous stdout (the old certificate) must not reach the next run's environment.
+        add_previous_output_in_env=False,
+        opts=pulumi.ResourceOptions.merge(
+            opts,
+            pulumi.ResourceOptions(
+                additional_secret_outputs=["stdout"],
+                ignore_changes=list(MACHINE_DEPENDENT_INPUTS),
+            ),
+        ),
+    )

@@ -1,0 +1,281 @@
+"""The typed stack configuration that ``__main__.py`` reads from ``stacks/Pulumi.<stack>.yaml``.
+
+Pulumi's project-level config schema cannot describe objects, so the structured values
+(``flux-minicluster:cluster``, ``:minicluster``, ``:keygen``, ``:bursting``) are validated here
+with pydantic, and every problem names the config key a user must edit, e.g.
+``flux-minicluster:cluster.cloud: must be one of 'gke', 'eks', ...``. This module knows nothing
+of Pulumi itself; the program hands it plain values.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from flux_minicluster.core import definition
+from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.validation import translate_errors
+
+PROJECT = "flux-minicluster"
+LEAD_PORT = 8050
+
+Cloud = Literal["gke", "eks", "aks", "kind", "generic"]
+
+
+class ConfigModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
+    )
+
+
+class ClusterConfig(ConfigModel):
+    """Which Kubernetes cluster to deploy to, and how to reach it."""
+
+    cloud: Cloud = "generic"
+    kubeconfig: str | None = None
+    context: str | None = None
+    # A stable identity for the provider, so a refreshed token in the kubeconfig does not
+    # replace every resource (pulumi-kubernetes clusterIdentifier).
+    cluster_identifier: str | None = None
+    namespace: str = "flux"
+    create_namespace: bool = True
+    arm: bool = False
+
+
+class MiniClusterConfig(ConfigModel):
+    """The MiniCluster to run: an inline operator document or spec, or a YAML file."""
+
+    spec: dict[str, Any] | None = None
+    file: str | None = None
+    name: str | None = None
+    wait: Literal["none", "ready", "complete"] = "ready"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MiniClusterConfig:
+        if (self.spec is None) == (self.file is None):
+            raise ValueError("set exactly one of spec (inline) or file (a YAML in the repo)")
+        return self
+
+
+class KeygenConfig(ConfigModel):
+    strategy: Literal["auto", "flux", "kubectl", "container", "builtin"] = "auto"
+    rotation: str = "1"
+    image: str | None = None
+    container_runtime: Literal["docker", "podman"] | None = None
+
+
+class BurstTarget(ConfigModel):
+    name: str
+    size: int = Field(ge=1)
+
+
+class BurstingConfig(ConfigModel):
+    """A root declares where it bursts; a burst stack names its root stack."""
+
+    role: Literal["none", "root", "burst"] = "none"
+    # root
+    clusters: list[BurstTarget] = Field(default_factory=list)
+    expose: Literal["LoadBalancer", "NodePort"] | None = None
+    node_port: int | None = Field(default=None, ge=30000, le=32767)
+    # The address bursts should dial when the lead is exposed by NodePort (a node's address).
+    lead_address: str | None = None
+    # burst
+    root_stack: str | None = None
+
+    @model_validator(mode="after")
+    def _role_fields(self) -> BurstingConfig:
+        if self.role == "root" and not self.clusters:
+            raise ValueError("a root must declare the clusters it bursts to (clusters)")
+        if self.role == "burst" and not self.root_stack:
+            raise ValueError("a burst stack must name its root stack (rootStack)")
+        if self.role != "root" and (self.clusters or self.expose or self.node_port):
+            raise ValueError("clusters, expose and nodePort belong to role: root")
+        if self.role != "burst" and self.root_stack:
+            raise ValueError("rootStack belongs to role: burst")
+        return self
+
+
+class StackConfig(ConfigModel):
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    minicluster: MiniClusterConfig
+    keygen: KeygenConfig = Field(default_factory=KeygenConfig)
+    bursting: BurstingConfig = Field(default_factory=BurstingConfig)
+
+    def load_spec(self, root: Path) -> dict[str, Any]:
+        """The MiniCluster document (inline or from ``file``, relative to the project)."""
+        if self.minicluster.spec is not None:
+            return dict(self.minicluster.spec)
+        assert self.minicluster.file is not None
+        path = root / self.minicluster.file
+        from flux_minicluster.core import yamlio
+
+        try:
+            text = yamlio.decode(path.read_bytes(), str(path))
+        except OSError as err:
+            raise SpecError(
+                Problem(f"{PROJECT}:minicluster.file", f"cannot read {path}: {err.strerror}")
+            ) from None
+        docs = yamlio.load_documents(text, str(path))
+        if len(docs) != 1 or not isinstance(docs[0], Mapping):
+            raise SpecError(
+                Problem(f"{PROJECT}:minicluster.file", f"{path} must hold one MiniCluster")
+            )
+        return dict(docs[0])
+
+
+# Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
+# and the flux-view image for arm nodes (the storage classes are in the README).
+LEAD_SERVICE_ANNOTATIONS: dict[str, dict[str, str]] = {
+    "gke": {"networking.gke.io/load-balancer-type": "External"},
+    "eks": {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+        "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+        "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+    },
+    "aks": {
+        "service.beta.kubernetes.io/azure-load-balancer-internal": "false",
+        "service.beta.kubernetes.io/azure-load-balancer-health-probe-protocol": "tcp",
+    },
+    "kind": {},
+    "generic": {},
+}
+DEFAULT_EXPOSE: dict[str, Literal["LoadBalancer", "NodePort"]] = {
+    "gke": "LoadBalancer",
+    "eks": "LoadBalancer",
+    "aks": "LoadBalancer",
+    "kind": "NodePort",
+    "generic": "LoadBalancer",
+}
+ARM_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:arm-jammy"
+
+
+def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
+    """Validate the project's config values (keys without the ``flux-minicluster:`` prefix)."""
+    problems: list[Problem] = []
+    known = set(StackConfig.model_fields)
+    for key in values:
+        if key not in known:
+            problems.append(
+                Problem(
+                    f"{PROJECT}:{key}",
+                    "unknown config key; known: "
+                    + ", ".join(f"{PROJECT}:{k}" for k in sorted(known)),
+                )
+            )
+    if "minicluster" not in values:
+        problems.append(
+            Problem(f"{PROJECT}:minicluster", "required: the MiniCluster spec (spec or file)")
+        )
+    if problems:
+        raise SpecError(problems)
+    try:
+        return StackConfig.model_validate(dict(values))
+    except ValidationError as err:
+        raise SpecError(_config_problems(err)) from None
+
+
+def _config_problems(err: ValidationError) -> list[Problem]:
+    out = []
+    for p in translate_errors(err, "", StackConfig):
+        head, _, rest = p.path.partition(".")
+        path = f"{PROJECT}:{head}" + (f".{rest}" if rest else "")
+        out.append(Problem(path, p.message))
+    return out
+
+
+def apply_cloud_defaults(document: dict[str, Any], config: StackConfig) -> dict[str, Any]:
+    """The spec with the stack's cloud choices applied where the user left them unset."""
+    if not config.cluster.arm:
+        return document
+    doc = _deep_copy(document)
+    spec = doc.setdefault("spec", doc) if _is_document(doc) else doc
+    flux = spec.setdefault("flux", {})
+    container = flux.setdefault("container", {})
+    container.setdefault("image", ARM_VIEW_IMAGE)
+    return doc
+
+
+def _is_document(doc: Mapping[str, Any]) -> bool:
+    return "spec" in doc and "containers" not in doc
+
+
+def _deep_copy(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy whose nested mappings and lists can be edited without touching the original."""
+    return copy.deepcopy(value)
+
+
+def validate_burst_membership(
+    name: str, max_size: int, declared: list[Mapping[str, Any]], root_stack: str
+) -> None:
+    """A burst cluster must be one the root declared, with the size the root declared."""
+    entry = next((c for c in declared if c.get("name") == name), None)
+    if entry is None:
+        names = ", ".join(str(c.get("name")) for c in declared) or "none"
+        raise SpecError(
+            Problem(
+                f"{PROJECT}:minicluster",
+                f"burst cluster {name!r} is not declared by the root stack {root_stack!r} "
+                f"(it declares: {names}); add it to the root's {PROJECT}:bursting.clusters",
+            )
+        )
+    if int(entry.get("size", 0)) != max_size:
+        raise SpecError(
+            Problem(
+                f"{PROJECT}:minicluster",
+                f"burst cluster {name!r} has maxSize {max_size} but the root stack "
+                f"{root_stack!r} declares size {int(entry.get('size', 0))}; they must match",
+            )
+        )
+
+
+def burst_spec(
+    document: Mapping[str, Any],
+    *,
+    lead_name: str,
+    lead_size: int,
+    lead_port: int,
+    clusters: list[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The burst child's spec: the lead broker, the root's cluster list, and no command.
+
+    The address is filled in later from the root's output (it may be unknown until the root's
+    load balancer is up); a stand-in keeps the spec valid until then.
+    """
+    doc = _deep_copy(dict(document))
+    spec = doc["spec"] if _is_document(doc) else doc
+    flux = spec.setdefault("flux", {})
+    flux["bursting"] = {
+        "leadBroker": {
+            "address": "lead-broker",
+            "name": lead_name,
+            "size": lead_size,
+            "port": lead_port,
+        },
+        "clusters": [{"name": c["name"], "size": int(c["size"])} for c in clusters],
+    }
+    for container in spec.get("containers", []):
+        if isinstance(container, dict):
+            container.pop("command", None)
+    return doc
+
+
+def root_spec(document: Mapping[str, Any], clusters: list[BurstTarget]) -> dict[str, Any]:
+    """The root's spec with the declared burst clusters appended to its hostlist."""
+    doc = _deep_copy(dict(document))
+    spec = doc["spec"] if _is_document(doc) else doc
+    flux = spec.setdefault("flux", {})
+    bursting = flux.setdefault("bursting", {})
+    bursting["clusters"] = [{"name": c.name, "size": c.size} for c in clusters]
+    return doc
+
+
+def resolve(document: Mapping[str, Any], config: StackConfig) -> definition.MiniClusterDefinition:
+    """Validate the document as the stack will deploy it (names and namespace from the stack)."""
+    return definition.parse(
+        document, name=config.minicluster.name, namespace=config.cluster.namespace
+    )

@@ -1,0 +1,360 @@
+"""Rules that judge one Kubernetes object at a time.
+
+Each check reads a normalised manifest (see ``manifest.normalize``) and the rule's settings, and
+returns one message per problem, each naming the field and what to change. They back both the
+CrossGuard ``ResourceValidationPolicy`` objects and the offline checker.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.policy import certtext
+from flux_minicluster.policy import manifest as mf
+from flux_minicluster.policy.model import Manifest, Option, Rule, Settings
+
+ANY = "*"
+"""In an allow-list, matches every MiniCluster."""
+
+# --- curve-cert-in-secret ------------------------------------------------------------------------
+
+
+def check_curve_cert_in_secret(m: Manifest, s: Settings) -> list[str]:
+    if mf.kind(m) != "ConfigMap":
+        return []
+    return [
+        f"data key {key!r} holds a CURVE secret key (a 'curve' section with 'secret-key = '): "
+        f"anyone allowed to read ConfigMaps in namespace {mf.effective_namespace(m)!r} can join "
+        "or impersonate the Flux instance"
+        for key, text in sorted(mf.data_items(m).items())
+        if certtext.holds_secret_key(text)
+    ]
+
+
+# --- pinned-images -------------------------------------------------------------------------------
+
+_SHA256_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def image_problem(image: Any) -> str | None:
+    """Why ``image`` is not pinned, or ``None`` when it has a version tag or a sha256 digest."""
+    if not isinstance(image, str) or not image.strip():
+        return "has no image"
+    if "@" in image:
+        digest = image.split("@", 1)[1]
+        if _SHA256_DIGEST.fullmatch(digest):
+            return None
+        return f"image {image!r} has digest {digest!r}, which is not 'sha256:' and 64 hex digits"
+    last = image.rsplit("/", 1)[-1]  # a registry port ("host:5000/img") is not a tag
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    if not tag:
+        return f"image {image!r} has no tag, so Kubernetes pulls ':latest'"
+    if tag == "latest":
+        return f"image {image!r} uses the tag 'latest'"
+    return None
+
+
+def check_pinned_images(m: Manifest, s: Settings) -> list[str]:
+    spec = mf.pod_spec(m)
+    if spec is None:
+        return []
+    base = mf.pod_spec_path(m)
+    out = []
+    for path, container in mf.containers(spec):
+        problem = image_problem(container.get("image"))
+        if problem is not None:
+            out.append(
+                f"{base}.{path} ({container.get('name', '?')}): {problem}; the pods of one "
+                "cluster can then run different images, and a restart can pick up a new one"
+            )
+    return out
+
+
+# --- no-privileged -------------------------------------------------------------------------------
+
+
+def _allowed(m: Manifest, allow: Any) -> bool:
+    names = set(allow or ())
+    if ANY in names:
+        return True
+    cluster = mf.minicluster_name(m)
+    return cluster is not None and cluster in names
+
+
+def check_no_privileged(m: Manifest, s: Settings) -> list[str]:
+    spec = mf.pod_spec(m)
+    if spec is None:
+        return []
+    base = mf.pod_spec_path(m)
+    who = mf.minicluster_name(m) or mf.name(m) or "<unnamed>"
+    out = []
+    if not _allowed(m, s["allowPrivileged"]):
+        for path, container in mf.containers(spec):
+            if mf.dig(container, "securityContext", "privileged") is True:
+                out.append(
+                    f"{base}.{path}.securityContext.privileged is true: the container has every "
+                    f"capability on the node (allow it with allowPrivileged: [{who!r}])"
+                )
+    for fld, option in (("hostPID", "allowHostPID"), ("hostIPC", "allowHostIPC")):
+        if spec.get(fld) is True and not _allowed(m, s[option]):
+            out.append(
+                f"{base}.{fld} is true: the pods share the node's {fld[4:]} namespace "
+                f"(allow it with {option}: [{who!r}])"
+            )
+    if not _allowed(m, s["allowHostPath"]):
+        for i, volume in enumerate(mf.as_list(spec.get("volumes"))):
+            if isinstance(volume, dict) and "hostPath" in volume:
+                path = mf.dig(volume, "hostPath", "path")
+                out.append(
+                    f"{base}.volumes[{i}] ({volume.get('name', '?')}) mounts hostPath "
+                    f"{path!r} from the node (allow it with allowHostPath: [{who!r}])"
+                )
+    return out
+
+
+# --- flux-container-resources --------------------------------------------------------------------
+
+_WAIT_SCRIPT = re.compile(r"/flux_operator/wait-\d+\.sh\b")
+
+
+def is_flux_container(container: dict[str, Any]) -> bool:
+    """Whether ``container`` runs a Flux broker: its command runs ``/flux_operator/wait-<i>.sh``."""
+    words = [*mf.as_list(container.get("command")), *mf.as_list(container.get("args"))]
+    return any(isinstance(w, str) and _WAIT_SCRIPT.search(w) for w in words)
+
+
+def check_flux_container_resources(m: Manifest, s: Settings) -> list[str]:
+    spec = mf.pod_spec(m)
+    if spec is None:
+        return []
+    base = mf.pod_spec_path(m)
+    out = []
+    for i, container in enumerate(mf.as_list(spec.get("containers"))):
+        if not isinstance(container, dict) or not is_flux_container(container):
+            continue
+        resources = mf.as_dict(container.get("resources"))
+        requests, limits = (
+            mf.as_dict(resources.get("requests")),
+            mf.as_dict(resources.get("limits")),
+        )
+        # The API server defaults a missing request to the limit, so a limit alone is enough.
+        missing = [r for r in ("cpu", "memory") if r not in requests and r not in limits]
+        if missing:
+            out.append(
+                f"{base}.containers[{i}] ({container.get('name', '?')}) runs a Flux broker but "
+                f"sets no {' or '.join(missing)} request: the scheduler may pack brokers onto "
+                "one node, and Flux then advertises cores and memory the pods cannot use"
+            )
+    return out
+
+
+# --- job-bounds ----------------------------------------------------------------------------------
+
+
+def is_minicluster_job(m: Manifest) -> bool:
+    return mf.kind(m) == "Job" and (
+        mf.is_minicluster_object(m) or lbl.MAX_SIZE_ANNOTATION in mf.annotations_of(m)
+    )
+
+
+def _bound_problem(spec: dict[str, Any], fld: str, low: int, high: int, why: str) -> str | None:
+    value = spec.get(fld)
+    if value is None:
+        return f"spec.{fld} is not set: {why}; set it to at most {high}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"spec.{fld} is {value!r}, not an integer"
+    if not low <= value <= high:
+        return f"spec.{fld} is {value}, outside the allowed {low}..{high}"
+    return None
+
+
+def check_job_bounds(m: Manifest, s: Settings) -> list[str]:
+    if not is_minicluster_job(m):
+        return []
+    spec = mf.as_dict(m.get("spec"))
+    problems = (
+        _bound_problem(
+            spec,
+            "activeDeadlineSeconds",
+            1,
+            s["maxActiveDeadlineSeconds"],
+            "a hung cluster then holds its nodes forever",
+        ),
+        _bound_problem(
+            spec,
+            "backoffLimit",
+            0,
+            s["maxBackoffLimit"],
+            "the Job then retries failed brokers only 6 times (the Kubernetes default)",
+        ),
+    )
+    return [p for p in problems if p is not None]
+
+
+# --- persistent-no-hang --------------------------------------------------------------------------
+
+
+def check_persistent_no_hang(m: Manifest, s: Settings) -> list[str]:
+    if mf.kind(m) != "Job":
+        return []
+    notes = mf.annotations_of(m)
+    if notes.get(lbl.LIFECYCLE_ANNOTATION) != "persistent":
+        return []
+    if notes.get(lbl.SKIP_AWAIT_ANNOTATION, "").strip().lower() == "true":
+        return []
+    if notes.get(lbl.WAIT_FOR_ANNOTATION, "").strip():
+        return []
+    return [
+        f"the Job is persistent ({lbl.LIFECYCLE_ANNOTATION}: persistent) and never completes, but "
+        f"has neither {lbl.SKIP_AWAIT_ANNOTATION}: 'true' nor {lbl.WAIT_FOR_ANNOTATION}: "
+        "'pulumi up' would wait for completion until it times out"
+    ]
+
+
+# --- headless-publishes-not-ready ----------------------------------------------------------------
+
+
+def check_headless_publishes_not_ready(m: Manifest, s: Settings) -> list[str]:
+    if mf.kind(m) != "Service" or lbl.CLUSTER_LABEL not in mf.labels_of(m):
+        return []
+    spec = mf.as_dict(m.get("spec"))
+    if spec.get("clusterIP") != "None" or spec.get("publishNotReadyAddresses") is True:
+        return []
+    return [
+        "the headless Service does not set spec.publishNotReadyAddresses: true, so a broker's "
+        "hostname only resolves once its pod is Ready, and brokers that start early cannot find "
+        "each other"
+    ]
+
+
+# --- namespace-not-default -----------------------------------------------------------------------
+
+
+def check_namespace_not_default(m: Manifest, s: Settings) -> list[str]:
+    if not mf.is_minicluster_object(m) or not mf.is_namespaced(m):
+        return []
+    ns = mf.effective_namespace(m)
+    if ns not in set(s["forbiddenNamespaces"]):
+        return []
+    written = (
+        "has no metadata.namespace, so it lands in 'default'"
+        if mf.namespace(m) is None
+        else (f"is in namespace {ns!r}")
+    )
+    return [f"the object {written}, shared with unrelated workloads"]
+
+
+# --- the rules -----------------------------------------------------------------------------------
+
+CURVE_CERT_IN_SECRET = Rule(
+    id="curve-cert-in-secret",
+    description="A ZeroMQ CURVE secret key is kept in a Secret, never in a ConfigMap.",
+    level="mandatory",
+    remediation=(
+        f"Put the certificate in a Secret (key {lbl.CURVE_CERT_KEY!r}) and mount it from there; "
+        "then rotate it, since ConfigMap contents are readable by anyone who can list ConfigMaps."
+    ),
+    resource_check=check_curve_cert_in_secret,
+)
+
+PINNED_IMAGES = Rule(
+    id="pinned-images",
+    description="Every container image names a version tag other than 'latest', or a digest.",
+    level="advisory",
+    remediation="Use a version tag (repo/image:1.2.3) or a digest (repo/image@sha256:...).",
+    resource_check=check_pinned_images,
+)
+
+NO_PRIVILEGED = Rule(
+    id="no-privileged",
+    description="No privileged containers, hostPID, hostIPC or hostPath volumes unless allowed.",
+    level="mandatory",
+    remediation=(
+        "Remove the privileged setting, or allow-list the MiniCluster by name (or '*') in this "
+        "policy's config: allowPrivileged, allowHostPID, allowHostIPC, allowHostPath."
+    ),
+    resource_check=check_no_privileged,
+    options=tuple(
+        Option(
+            name,
+            "array",
+            (),
+            f"MiniCluster names (label {lbl.NAME_LABEL}) allowed {what}; '*' allows all.",
+        )
+        for name, what in (
+            ("allowPrivileged", "privileged containers"),
+            ("allowHostPath", "hostPath volumes"),
+            ("allowHostPID", "hostPID"),
+            ("allowHostIPC", "hostIPC"),
+        )
+    ),
+)
+
+FLUX_CONTAINER_RESOURCES = Rule(
+    id="flux-container-resources",
+    description="The Flux broker container requests CPU and memory.",
+    level="advisory",
+    remediation=(
+        "Set resources.requests.cpu and .memory (or limits) on the MiniCluster container that "
+        "runs Flux, sized to one node's share."
+    ),
+    resource_check=check_flux_container_resources,
+)
+
+JOB_BOUNDS = Rule(
+    id="job-bounds",
+    description="A MiniCluster Job sets activeDeadlineSeconds and backoffLimit within bounds.",
+    level="advisory",
+    remediation=(
+        "Set the MiniCluster's spec.deadlineSeconds and spec.backoffLimit (the Job's "
+        "activeDeadlineSeconds and backoffLimit) within this policy's maxActiveDeadlineSeconds "
+        "and maxBackoffLimit."
+    ),
+    resource_check=check_job_bounds,
+    options=(
+        Option(
+            "maxActiveDeadlineSeconds",
+            "integer",
+            31_536_000,
+            "Largest spec.activeDeadlineSeconds allowed (seconds; default one year).",
+        ),
+        Option("maxBackoffLimit", "integer", 100, "Largest spec.backoffLimit allowed."),
+    ),
+)
+
+PERSISTENT_NO_HANG = Rule(
+    id="persistent-no-hang",
+    description="A persistent MiniCluster's Job tells Pulumi not to wait for it to complete.",
+    level="mandatory",
+    remediation=(
+        f"Annotate the Job with {lbl.SKIP_AWAIT_ANNOTATION}: 'true', or with "
+        f"{lbl.WAIT_FOR_ANNOTATION}: 'jsonpath={{.status.ready}}=<size>' to wait for ready pods."
+    ),
+    resource_check=check_persistent_no_hang,
+)
+
+HEADLESS_PUBLISHES_NOT_READY = Rule(
+    id="headless-publishes-not-ready",
+    description="A MiniCluster's headless Service publishes not-ready addresses.",
+    level="advisory",
+    remediation="Set spec.publishNotReadyAddresses: true on the headless Service.",
+    resource_check=check_headless_publishes_not_ready,
+)
+
+NAMESPACE_NOT_DEFAULT = Rule(
+    id="namespace-not-default",
+    description="MiniCluster objects live in their own namespace, not 'default' or 'kube-system'.",
+    level="advisory",
+    remediation="Set the MiniCluster's metadata.namespace (or the stack's namespace) to its own.",
+    resource_check=check_namespace_not_default,
+    options=(
+        Option(
+            "forbiddenNamespaces",
+            "array",
+            ("default", "kube-system"),
+            "Namespaces MiniCluster objects must not use (a missing namespace counts as default).",
+        ),
+    ),
+)

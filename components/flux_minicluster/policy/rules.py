@@ -1,0 +1,81 @@
+"""The catalogue of MiniCluster policy rules: one list that both runners iterate.
+
+The CrossGuard pack (``policies/``) and the offline checker (``checker.py``) both take their
+rules from ``ALL_RULES``, so adding a rule here adds it to ``pulumi preview --policy-pack`` and to
+``minicluster check`` at once.
+
+Rule ids and their options (defaults in brackets):
+
+* ``curve-cert-in-secret`` (mandatory): no ConfigMap holds a CURVE secret key.
+* ``pinned-images`` (advisory): images carry a version tag other than ``latest``, or a digest.
+* ``no-privileged`` (mandatory): no privileged containers, hostPID, hostIPC, hostPath volumes;
+  ``allowPrivileged``, ``allowHostPath``, ``allowHostPID``, ``allowHostIPC`` [[]]: MiniCluster
+  names (or ``"*"``) exempted.
+* ``flux-container-resources`` (advisory): the Flux container requests CPU and memory.
+* ``job-bounds`` (advisory): ``maxActiveDeadlineSeconds`` [31536000], ``maxBackoffLimit`` [100].
+* ``persistent-no-hang`` (mandatory): a persistent Job has skipAwait or waitFor.
+* ``headless-publishes-not-ready`` (advisory): the headless Service publishes not-ready pods.
+* ``hostlist-covers-max-size`` (mandatory, stack): broker.toml hosts cover the Job's hostnames.
+* ``burst-group-consistent`` (mandatory, stack): one certificate and rank order per burst group.
+* ``namespace-not-default`` (advisory): ``forbiddenNamespaces`` [default, kube-system].
+"""
+
+from __future__ import annotations
+
+from flux_minicluster.policy.model import Level, Manifest, Option, Rule, Settings
+from flux_minicluster.policy.resource_rules import (
+    CURVE_CERT_IN_SECRET,
+    FLUX_CONTAINER_RESOURCES,
+    HEADLESS_PUBLISHES_NOT_READY,
+    JOB_BOUNDS,
+    NAMESPACE_NOT_DEFAULT,
+    NO_PRIVILEGED,
+    PERSISTENT_NO_HANG,
+    PINNED_IMAGES,
+)
+from flux_minicluster.policy.stack_rules import BURST_GROUP_CONSISTENT, HOSTLIST_COVERS_MAX_SIZE
+
+__all__ = [
+    "ALL_RULES",
+    "BURST_GROUP_CONSISTENT",
+    "CURVE_CERT_IN_SECRET",
+    "FLUX_CONTAINER_RESOURCES",
+    "HEADLESS_PUBLISHES_NOT_READY",
+    "HOSTLIST_COVERS_MAX_SIZE",
+    "JOB_BOUNDS",
+    "NAMESPACE_NOT_DEFAULT",
+    "NO_PRIVILEGED",
+    "PERSISTENT_NO_HANG",
+    "PINNED_IMAGES",
+    "Level",
+    "Manifest",
+    "Option",
+    "Rule",
+    "Settings",
+    "get_rule",
+]
+
+ALL_RULES: tuple[Rule, ...] = (
+    CURVE_CERT_IN_SECRET,
+    PINNED_IMAGES,
+    NO_PRIVILEGED,
+    FLUX_CONTAINER_RESOURCES,
+    JOB_BOUNDS,
+    PERSISTENT_NO_HANG,
+    HEADLESS_PUBLISHES_NOT_READY,
+    HOSTLIST_COVERS_MAX_SIZE,
+    BURST_GROUP_CONSISTENT,
+    NAMESPACE_NOT_DEFAULT,
+)
+
+_BY_ID = {rule.id: rule for rule in ALL_RULES}
+if len(_BY_ID) != len(ALL_RULES):  # pragma: no cover - a programming error caught at import
+    raise RuntimeError("two policy rules share an id")
+
+
+def get_rule(rule_id: str) -> Rule:
+    """The rule with this id; ``KeyError`` naming the known ids otherwise."""
+    try:
+        return _BY_ID[rule_id]
+    except KeyError:
+        raise KeyError(f"no policy rule {rule_id!r}; known: {', '.join(_BY_ID)}") from None

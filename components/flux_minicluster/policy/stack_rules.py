@@ -1,0 +1,411 @@
+"""Rules that need several objects at once: a MiniCluster's parts, or a whole burst group.
+
+A broker finds its rank by looking its own hostname up in ``[bootstrap] hosts`` and reaches its
+parent through ``default_connect``; both live in the entrypoint ConfigMap while the hostnames
+come from the Job and the DNS names from the headless Service. Only a check that sees all three
+together can tell that they agree. Across a burst group, every cluster must share the certificate
+and the rank order; that again is a property of several objects, in several stacks' outputs.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from flux_minicluster.core import hostlist
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.policy import certtext
+from flux_minicluster.policy import manifest as mf
+from flux_minicluster.policy.model import Manifest, Rule, Settings
+from flux_minicluster.policy.resource_rules import is_minicluster_job
+
+Finding = tuple[Manifest | None, str]
+
+_ROOT_ROLES = frozenset({"standalone", "root"})
+
+
+def _preview(hosts: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(hosts[:limit])
+    return shown + (f", ... ({len(hosts)} in all)" if len(hosts) > limit else "")
+
+
+def _same_namespace(a: Manifest, b: Manifest) -> bool:
+    return mf.effective_namespace(a) == mf.effective_namespace(b)
+
+
+# --- hostlist-covers-max-size --------------------------------------------------------------------
+
+
+def _max_size(job: Manifest) -> tuple[int | None, str | None]:
+    """The cluster's maxSize from the Job annotation, else ``spec.completions``; or a problem."""
+    written = mf.annotations_of(job).get(lbl.MAX_SIZE_ANNOTATION)
+    if written is not None:
+        try:
+            value = int(written.strip())
+        except ValueError:
+            value = 0
+        if value < 1:
+            return (
+                None,
+                f"annotation {lbl.MAX_SIZE_ANNOTATION} is {written!r}, not a positive integer",
+            )
+        return value, None
+    completions = mf.dig(job, "spec", "completions")
+    if isinstance(completions, int) and not isinstance(completions, bool) and completions >= 1:
+        return completions, None
+    return None, (
+        f"cannot tell the cluster's maxSize: the Job has neither a {lbl.MAX_SIZE_ANNOTATION} "
+        "annotation nor a positive spec.completions"
+    )
+
+
+def _entrypoint_configmap(job: Manifest, manifests: Sequence[Manifest]) -> Manifest | None:
+    """The ConfigMap holding the Job's broker.toml: one its pods mount, else its cluster's."""
+    candidates = [
+        m
+        for m in manifests
+        if mf.kind(m) == "ConfigMap"
+        and _same_namespace(m, job)
+        and lbl.BROKER_TOML_KEY in mf.as_dict(m.get("data"))
+    ]
+    mounted = {
+        mf.dig(v, "configMap", "name")
+        for v in mf.as_list(mf.as_dict(mf.pod_spec(job)).get("volumes"))
+        if isinstance(v, dict)
+    }
+    cluster = mf.cluster_of(job)
+    for m in candidates:
+        if mf.name(m) in mounted:
+            return m
+    for m in candidates:
+        if cluster is not None and mf.cluster_of(m) == cluster:
+            return m
+    return None
+
+
+def _bootstrap_hosts(toml_text: str) -> tuple[dict[str, Any], list[str]] | str:
+    """``([bootstrap] table, expanded hosts)`` from broker.toml text, or what is wrong with it."""
+    try:
+        doc = tomllib.loads(toml_text)
+    except tomllib.TOMLDecodeError as err:
+        return (
+            f"{lbl.BROKER_TOML_KEY!r} is not valid TOML ({err}); a broker refuses such a config "
+            "or, if it ends inside an unclosed array, hangs at 100% CPU"
+        )
+    bootstrap = doc.get("bootstrap")
+    if not isinstance(bootstrap, dict):
+        return (
+            f"{lbl.BROKER_TOML_KEY!r} has no [bootstrap] table, so brokers cannot find each other"
+        )
+    entries = bootstrap.get("hosts")
+    if not isinstance(entries, list) or not entries:
+        return f'{lbl.BROKER_TOML_KEY!r} [bootstrap] has no hosts = [ {{ host = "..." }}, ... ]'
+    hosts: list[str] = []
+    for i, entry in enumerate(entries):
+        host = entry.get("host") if isinstance(entry, dict) else None
+        if not isinstance(host, str):
+            return f'{lbl.BROKER_TOML_KEY!r} [bootstrap] hosts[{i}] has no host = "..." string'
+        try:
+            hosts.extend(hostlist.expand(host))
+        except ValueError as err:
+            return f"{lbl.BROKER_TOML_KEY!r} [bootstrap] hosts[{i}]: {err}"
+    return bootstrap, hosts
+
+
+def _run_problem(hosts: list[str], own: list[str], root: bool) -> str | None:
+    """Why ``own`` is not one contiguous, in-order run of ``hosts`` (at rank 0 for a root)."""
+    first: dict[str, int] = {}
+    for rank, host in enumerate(hosts):
+        first.setdefault(host, rank)
+    missing = [h for h in own if h not in first]
+    if missing:
+        return (
+            f"lacks {len(missing)} of the Job's {len(own)} hostnames ({_preview(missing)}); "
+            f"a pod whose hostname is not listed fails at once with '<host> not found in hosts'"
+        )
+    start = first[own[0]]
+    if hosts[start : start + len(own)] != own:
+        return (
+            f"does not list the Job's hostnames {own[0]}..{own[-1]} in order as one run; "
+            "ranks of one cluster must be consecutive"
+        )
+    if root and start != 0:
+        return f"starts with {hosts[0]!r}, but rank 0 of this cluster must be {own[0]!r}"
+    return None
+
+
+def _check_cluster_hosts(job: Manifest, manifests: Sequence[Manifest]) -> list[Finding]:
+    out: list[Finding] = []
+    job_name = mf.name(job)
+    size, problem = _max_size(job)
+    if problem is not None:
+        out.append((job, problem))
+    spec = mf.as_dict(mf.pod_spec(job))
+    subdomain = spec.get("subdomain")
+    if not isinstance(subdomain, str) or not subdomain:
+        out.append(
+            (
+                job,
+                "spec.template.spec.subdomain is not set: the pods get no DNS names under the "
+                "headless Service, so brokers cannot reach each other by hostname",
+            )
+        )
+        subdomain = None
+    else:
+        service = next(
+            (
+                m
+                for m in manifests
+                if mf.kind(m) == "Service" and mf.name(m) == subdomain and _same_namespace(m, job)
+            ),
+            None,
+        )
+        if service is None:
+            out.append(
+                (
+                    job,
+                    f"no Service named {subdomain!r} in namespace {mf.effective_namespace(job)!r} "
+                    f"(the pod template's subdomain): {job_name}-0.{subdomain} will not resolve",
+                )
+            )
+        elif mf.dig(service, "spec", "clusterIP") != "None":
+            out.append(
+                (
+                    service,
+                    f"Service {subdomain!r} is the Job's subdomain but is not headless "
+                    "(it needs spec.clusterIP: None), so the pods get no per-pod DNS records",
+                )
+            )
+
+    cm = _entrypoint_configmap(job, manifests)
+    if cm is None:
+        out.append(
+            (
+                job,
+                f"no ConfigMap with a {lbl.BROKER_TOML_KEY!r} key found for this Job (neither "
+                f"mounted by its pods nor labelled {lbl.CLUSTER_LABEL}={mf.cluster_of(job)})",
+            )
+        )
+        return out
+    parsed = _bootstrap_hosts(str(mf.as_dict(cm.get("data"))[lbl.BROKER_TOML_KEY]))
+    if isinstance(parsed, str):
+        out.append((cm, parsed))
+        return out
+    bootstrap, hosts = parsed
+
+    if size is not None and size > len(hosts):
+        out.append(
+            (
+                cm,
+                f"[bootstrap] hosts ({_preview(hosts)}) lists {len(hosts)} hosts, fewer than the "
+                f"Job's maxSize {size}: pods {job_name}-{len(hosts)} and up would fail at once "
+                "with '<host> not found in hosts'",
+            )
+        )
+    elif size is not None:
+        own = [f"{job_name}-{i}" for i in range(size)]
+        root = mf.annotations_of(job).get(lbl.ROLE_ANNOTATION) in _ROOT_ROLES
+        run = _run_problem(hosts, own, root)
+        if run is not None:
+            out.append((cm, f"[bootstrap] hosts ({_preview(hosts)}) {run}"))
+    duplicates = sorted(h for h, n in Counter(hosts).items() if n > 1)
+    if duplicates:
+        out.append(
+            (
+                cm,
+                f"[bootstrap] hosts lists {_preview(duplicates)} more than once; a broker takes "
+                "the rank of its hostname's first position, so later ranks never come up",
+            )
+        )
+
+    written = mf.as_dict(cm.get("data")).get(lbl.HOSTLIST_KEY)
+    if isinstance(written, str):
+        try:
+            listed = hostlist.expand(written.strip())
+        except ValueError as err:
+            out.append((cm, f"{lbl.HOSTLIST_KEY!r}: {err}"))
+        else:
+            if listed != hosts:
+                out.append(
+                    (
+                        cm,
+                        f"{lbl.HOSTLIST_KEY!r} ({written.strip()}) and [bootstrap] hosts in "
+                        f"{lbl.BROKER_TOML_KEY!r} expand to different lists; the resource set "
+                        "(R) is encoded from the former and ranks from the latter",
+                    )
+                )
+
+    connect = bootstrap.get("default_connect")
+    if not isinstance(connect, str):
+        out.append(
+            (
+                cm,
+                "[bootstrap] has no default_connect, so brokers do not know how to reach "
+                "their parent (expected tcp://%h.<service>.<namespace>.svc.cluster.local:%p)",
+            )
+        )
+    elif subdomain is not None and f".{subdomain}." not in connect:
+        ns = mf.effective_namespace(job)
+        out.append(
+            (
+                cm,
+                f"[bootstrap] default_connect {connect!r} does not go through the Job's "
+                f"subdomain {subdomain!r}; expected tcp://%h.{subdomain}.{ns}.svc.cluster.local:%p",
+            )
+        )
+    return out
+
+
+def check_hostlist_covers_max_size(manifests: Sequence[Manifest], s: Settings) -> list[Finding]:
+    out: list[Finding] = []
+    for job in manifests:
+        if is_minicluster_job(job):
+            out.extend(_check_cluster_hosts(job, manifests))
+    return out
+
+
+# --- burst-group-consistent ----------------------------------------------------------------------
+
+
+def _reference(group: str, members: list[Manifest]) -> Manifest:
+    """The member the others are compared with: the lead cluster's, else the first."""
+    return next((m for m in members if mf.cluster_of(m) == group), members[0])
+
+
+def _check_group_certificates(group: str, members: list[Manifest]) -> list[Finding]:
+    secrets = [
+        m
+        for m in members
+        if mf.kind(m) == "Secret"
+        and (
+            lbl.CURVE_PUBLIC_KEY_ANNOTATION in mf.annotations_of(m)
+            or lbl.CURVE_CERT_KEY in mf.data_items(m)
+        )
+    ]
+    out: list[Finding] = []
+    keyed: list[tuple[Manifest, str]] = []
+    for secret in secrets:
+        key = mf.annotations_of(secret).get(lbl.CURVE_PUBLIC_KEY_ANNOTATION)
+        if not key:
+            out.append(
+                (
+                    secret,
+                    f"the curve Secret of burst group {group!r} has no "
+                    f"{lbl.CURVE_PUBLIC_KEY_ANNOTATION} annotation, so its certificate cannot "
+                    "be compared with the group's",
+                )
+            )
+            continue
+        text = mf.data_items(secret).get(lbl.CURVE_CERT_KEY)
+        actual = certtext.public_key(text) if text is not None else None
+        if actual is not None and actual != key:
+            out.append(
+                (
+                    secret,
+                    f"annotation {lbl.CURVE_PUBLIC_KEY_ANNOTATION} ({key}) does not match the "
+                    f"public key in {lbl.CURVE_CERT_KEY!r} ({actual})",
+                )
+            )
+        keyed.append((secret, key))
+    if keyed:
+        ref = _reference(group, [m for m, _ in keyed])
+        ref_key = next(k for m, k in keyed if m is ref)
+        for secret, key in keyed:
+            if key != ref_key:
+                out.append(
+                    (
+                        secret,
+                        f"curve public key {key} differs from {ref_key} of {mf.identity(ref)} "
+                        f"in burst group {group!r}: the brokers cannot authenticate each other",
+                    )
+                )
+    return out
+
+
+def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]:
+    out: list[Finding] = []
+    expanded: list[tuple[Manifest, list[str]]] = []
+    for cm in members:
+        if mf.kind(cm) != "ConfigMap":
+            continue
+        written = mf.as_dict(cm.get("data")).get(lbl.HOSTLIST_KEY)
+        if not isinstance(written, str):
+            continue
+        try:
+            expanded.append((cm, hostlist.expand(written.strip())))
+        except ValueError as err:
+            out.append((cm, f"{lbl.HOSTLIST_KEY!r}: {err}"))
+    if not expanded:
+        return out
+    ref = _reference(group, [m for m, _ in expanded])
+    ref_hosts = next(h for m, h in expanded if m is ref)
+    for cm, hosts in expanded:
+        if cm is ref:
+            continue
+        if len(hosts) != len(ref_hosts):
+            out.append(
+                (
+                    cm,
+                    f"hostlist has {len(hosts)} hosts but {mf.identity(ref)} of burst group "
+                    f"{group!r} has {len(ref_hosts)}: every member must list the same ranks",
+                )
+            )
+            continue
+        rank = next((i for i in range(1, len(hosts)) if hosts[i] != ref_hosts[i]), None)
+        if rank is not None:
+            out.append(
+                (
+                    cm,
+                    f"hostlist differs from {mf.identity(ref)} of burst group {group!r} at rank "
+                    f"{rank} ({hosts[rank]!r} vs {ref_hosts[rank]!r}); from rank 1 on every "
+                    "member must list the same hosts in the same order",
+                )
+            )
+    return out
+
+
+def check_burst_group_consistent(manifests: Sequence[Manifest], s: Settings) -> list[Finding]:
+    groups: dict[str, list[Manifest]] = {}
+    for m in manifests:
+        group = mf.labels_of(m).get(lbl.BURST_GROUP_LABEL)
+        if group:
+            groups.setdefault(group, []).append(m)
+    out: list[Finding] = []
+    for group, members in groups.items():
+        out.extend(_check_group_certificates(group, members))
+        out.extend(_check_group_hostlists(group, members))
+    return out
+
+
+# --- the rules -----------------------------------------------------------------------------------
+
+HOSTLIST_COVERS_MAX_SIZE = Rule(
+    id="hostlist-covers-max-size",
+    description=(
+        "A MiniCluster's broker.toml lists every hostname its Job can create, in order, and "
+        "connects through the Job's headless Service."
+    ),
+    level="mandatory",
+    remediation=(
+        "Render broker.toml from the spec again (do not edit it by hand): [bootstrap] hosts must "
+        "expand to <name>-0..<name>-(maxSize-1) as one run, and default_connect must be "
+        "tcp://%h.<subdomain>.<namespace>.svc.cluster.local:%p with a headless Service <subdomain>."
+    ),
+    stack_check=check_hostlist_covers_max_size,
+)
+
+BURST_GROUP_CONSISTENT = Rule(
+    id="burst-group-consistent",
+    description=(
+        "The clusters of a burst group share one CURVE certificate and one rank order "
+        "(hostlist identical from rank 1 on)."
+    ),
+    level="mandatory",
+    remediation=(
+        "Give every burst child the root's certificate (from the root stack's outputs) and the "
+        "same bursting.clusters list in the same order as the root."
+    ),
+    stack_check=check_burst_group_consistent,
+)
