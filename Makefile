@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 OUT ?= rendered
 
-.PHONY: venv demo test lint typecheck contracts unit fuzz bench golden clean
+.PHONY: venv demo test lint typecheck contracts unit fuzz bench golden clean e2e-tools e2e
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -41,6 +41,14 @@ bench: $(STAMP)
 
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
+
+# The real Pulumi CLI/plugins and a Kubernetes control plane, built from the Go module proxy
+# (standard library only; prints the bin directory last). `make e2e` runs the tests using them.
+e2e-tools:
+	python3 tests/e2e/toolchain/build.py
+
+e2e: $(STAMP)
+	$(BIN)/pytest -m e2e tests/e2e
 
 clean:
 	rm -rf $(VENV) $(OUT) build dist .mypy_cache .ruff_cache .pytest_cache
