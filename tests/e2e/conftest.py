@@ -1,0 +1,210 @@
+"""Fixtures for the e2e tests: the toolchain built from the Go module proxy, throwaway control
+planes, and an isolated environment for the real Pulumi CLI.
+
+Every test under tests/e2e is marked `e2e`. A test that needs a toolchain piece asks for it
+with `@pytest.mark.needs("pulumi-language-python", ...)` (binary or piece names); when that
+piece could not be built the test is skipped with the builder's reason.
+
+FLUX_MINICLUSTER_E2E_BIN=<dir> uses an existing bin directory instead of running the builder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import BINARIES, ControlPlane
+
+E2E = Path(__file__).resolve().parent
+REPO = E2E.parents[1]
+BUILDER = E2E / "toolchain" / "build.py"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(*pieces): toolchain binaries or pieces the test cannot run without"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Building the toolchain takes minutes and these tests start real processes: they run only
+    # when asked for (`-m e2e`, `make e2e`, or FLUX_MINICLUSTER_E2E=1), never as a side effect
+    # of a plain `pytest`.
+    wanted = "e2e" in (config.option.markexpr or "") or os.environ.get("FLUX_MINICLUSTER_E2E")
+    skip = pytest.mark.skip(reason="e2e: run with `-m e2e` (make e2e) or FLUX_MINICLUSTER_E2E=1")
+    for item in items:
+        if E2E in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+            if not wanted:
+                item.add_marker(skip)
+
+
+@dataclass
+class Toolchain:
+    bin: Path
+    status: dict[str, Any]  # status.json from the builder: piece -> {ok, modules, reason, ...}
+    build_log: str
+
+    def missing(self, *names: str) -> str | None:
+        """The builder's reason why one of these binaries or pieces is absent, or None."""
+        for name in names:
+            piece = next(
+                (p for p, st in self.status.items() if name == p or name in st.get("binaries", [])),
+                None,
+            )
+            if piece is not None:
+                st = self.status[piece]
+                if not st.get("ok"):
+                    reason = " ".join(str(st.get("reason", "unknown")).split())
+                    return f"toolchain piece {piece} ({st.get('modules')}) not built: {reason}"
+            elif not (self.bin / name).exists():
+                return f"{self.bin / name} is missing; builder said:\n{self.build_log[-1500:]}"
+        return None
+
+
+@pytest.fixture(scope="session")
+def toolchain() -> Toolchain:
+    explicit = os.environ.get("FLUX_MINICLUSTER_E2E_BIN")
+    if explicit:
+        bindir = Path(explicit)
+        return Toolchain(bindir, _read_status(bindir), "")
+    proc = subprocess.run([sys.executable, str(BUILDER)], capture_output=True, text=True, cwd=REPO)
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        pytest.skip(f"the e2e toolchain builder printed nothing:\n{proc.stderr[-3000:]}")
+    bindir = Path(lines[-1])
+    return Toolchain(bindir, _read_status(bindir), proc.stderr)
+
+
+def _read_status(bindir: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads((bindir.parent / "status.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.fixture(scope="session")
+def toolchain_bin(toolchain: Toolchain) -> Path:
+    """The bin directory of the built toolchain (build it or reuse it)."""
+    return toolchain.bin
+
+
+@pytest.fixture(autouse=True)
+def _needs(request: pytest.FixtureRequest) -> None:
+    marker = request.node.get_closest_marker("needs")
+    if marker is None:
+        return
+    tc: Toolchain = request.getfixturevalue("toolchain")
+    reason = tc.missing(*marker.args)
+    if reason:
+        pytest.skip(reason)
+
+
+def _skip_unless_control_plane(tc: Toolchain) -> None:
+    reason = tc.missing(*BINARIES)
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def control_plane(toolchain: Toolchain, request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """A started control plane of its own for one test; stopped however the test ends."""
+    _skip_unless_control_plane(toolchain)
+    with ControlPlane(toolchain.bin, name="t") as cp:
+        request.node.user_properties.append(("control_plane_startup_s", cp.startup_seconds))
+        yield cp
+
+
+@pytest.fixture
+def control_plane_factory(
+    toolchain: Toolchain, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., ControlPlane]]:
+    """make(name, **kw) starts another control plane (several may run at once, e.g. one per
+    bursting cluster); all are stopped when the test ends."""
+    _skip_unless_control_plane(toolchain)
+    started: list[ControlPlane] = []
+
+    def make(name: str = "c", **kw: Any) -> ControlPlane:
+        cp = ControlPlane(toolchain.bin, name=f"{name}{len(started)}", **kw)
+        started.append(cp)
+        cp.start()
+        request.node.user_properties.append(
+            (f"control_plane_{cp.name}_startup_s", cp.startup_seconds)
+        )
+        return cp
+
+    try:
+        yield make
+    finally:
+        for cp in reversed(started):
+            cp.stop()
+
+
+@dataclass
+class PulumiEnv:
+    """An isolated environment for the real pulumi CLI: a file:// backend, PULUMI_HOME, no
+    update check, no plugin download, the toolchain's bin first on PATH."""
+
+    env: dict[str, str]
+    home: Path
+    backend: Path
+    python: Path  # the interpreter of the venv the programs run in
+
+    def run(
+        self, *args: str, cwd: Path, timeout: float = 600, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            ["pulumi", *args],
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"pulumi {' '.join(args)} exited {proc.returncode}\n--- stdout ---\n"
+                f"{proc.stdout[-6000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+            )
+        return proc
+
+
+def venv_python() -> Path:
+    """The venv whose packages the Pulumi programs use: this interpreter's, when it is a venv
+    with the Pulumi SDK (pytest from `make venv`), else the repository's .venv."""
+    if sys.prefix != sys.base_prefix:
+        return Path(sys.executable)
+    return REPO / ".venv" / "bin" / "python"
+
+
+@pytest.fixture
+def pulumi_env(toolchain: Toolchain, tmp_path: Path) -> PulumiEnv:
+    reason = toolchain.missing("pulumi")
+    if reason:
+        pytest.skip(reason)
+    home = tmp_path / "pulumi-home"
+    backend = tmp_path / "state"
+    home.mkdir()
+    backend.mkdir()
+    python = venv_python()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "KUBECONFIG"))}
+    env.update(
+        {
+            "PATH": os.pathsep.join([str(toolchain.bin), str(python.parent), env.get("PATH", "")]),
+            "PULUMI_HOME": str(home),
+            "PULUMI_BACKEND_URL": f"file://{backend}",
+            "PULUMI_CONFIG_PASSPHRASE": "e2e",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_SKIP_CONFIRMATIONS": "true",
+            "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+        }
+    )
+    return PulumiEnv(env=env, home=home, backend=backend, python=python)
