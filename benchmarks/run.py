@@ -35,7 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flux_minicluster.core.definition import MiniClusterDefinition, parse  # noqa: E402
+from flux_minicluster.core import plan  # noqa: E402
+from flux_minicluster.core.definition import MiniClusterDefinition  # noqa: E402
+from flux_minicluster.core.loading import parse  # noqa: E402
 from flux_minicluster.core.render.manifests import render, to_yaml  # noqa: E402
 
 SIZES = (1, 64, 1024, 16384, 65536)
@@ -150,19 +152,19 @@ class SizeResult:
 def measure_sizes(sizes: Sequence[int]) -> list[SizeResult]:
     """Render (spec already validated) and validate+render medians, all sizes in turns."""
     documents = {n: bench_document(n) for n in sizes}
-    definitions = {n: parse(documents[n]) for n in sizes}
+    plans = {n: plan.build(parse(documents[n])) for n in sizes}
 
     def render_only(n: int) -> Callable[[], object]:
-        return lambda: render(definitions[n])
+        return lambda: render(plans[n])
 
     def validate_and_render(n: int) -> Callable[[], object]:
-        return lambda: render(parse(documents[n]))
+        return lambda: render(plan.build(parse(documents[n])))
 
     render_times = interleaved_medians({str(n): render_only(n) for n in sizes})
     full_times = interleaved_medians({str(n): validate_and_render(n) for n in sizes})
     results = []
     for n in sizes:
-        manifests = render(definitions[n])
+        manifests = render(plans[n]).objects()
         largest, kind = max((len(to_yaml([m]).encode("utf-8")), m["kind"]) for m in manifests)
         results.append(
             SizeResult(

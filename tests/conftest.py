@@ -6,13 +6,112 @@ Stack per run: ``set_mocks`` is process-global, and no run may see another's res
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import copy
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.loading import load_one, parse
+from flux_minicluster.core.render.manifests import Wait, lead_service, render
+
 if TYPE_CHECKING:
-    from flux_minicluster.deploy.mocks import ProgramRun
+    from flux_minicluster.deploy.recorder import ProgramRun
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden"
+NAME = "flux-sample"
+Manifest = dict[str, Any]
+# A bare spec without containers gets this one: a small ephemeral cluster.
+DEFAULT_CONTAINERS = ({"image": "ubuntu:noble", "command": "hostname"},)
+# ``rendered(..., certificate=PLACEHOLDERS)`` leaves the certificate's placeholder tokens in.
+PLACEHOLDERS = None
+
+
+# --- MiniClusters, plans and their objects ------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def curve_cert() -> str:
+    """The golden certificate: fixed, so rendered objects are the same on every run."""
+    return (GOLDEN / "fixed-curve.cert").read_text()
+
+
+@pytest.fixture(scope="session")
+def build() -> Callable[..., plans.MiniClusterPlan]:
+    """``build(spec, name=, namespace=)``: the plan of a document or bare spec (containers
+    default to one ephemeral container)."""
+
+    def build(
+        spec: Mapping[str, Any], name: str | None = NAME, namespace: str | None = "default"
+    ) -> plans.MiniClusterPlan:
+        document = dict(spec)
+        if "spec" not in document and "containers" not in document:
+            document["containers"] = [dict(c) for c in DEFAULT_CONTAINERS]
+        return plans.build(parse(document, name=name, namespace=namespace))
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def rendered(curve_cert: str) -> Callable[..., list[Manifest]]:
+    """``rendered(source, certificate=, wait=)``: every object of a MiniCluster file, definition
+    or plan, with the golden certificate (``None``: placeholders), plus a bursting root's lead
+    Service. Files are read and rendered once per session."""
+
+    @functools.cache
+    def of_file(path: Path, certificate: str | None, wait: Wait) -> tuple[Manifest, ...]:
+        return tuple(objects(load_one(path), certificate, wait))
+
+    def objects(
+        source: MiniClusterDefinition | plans.MiniClusterPlan, certificate: str | None, wait: Wait
+    ) -> list[Manifest]:
+        plan = plans.build(source) if isinstance(source, MiniClusterDefinition) else source
+        out = render(plan, certificate, wait=wait).objects()
+        if plan.role is plans.Role.ROOT:
+            out.append(lead_service(plan))
+        return out
+
+    def rendered(
+        source: Path | MiniClusterDefinition | plans.MiniClusterPlan,
+        *,
+        certificate: str | None = curve_cert,
+        wait: Wait = "ready",
+    ) -> list[Manifest]:
+        if isinstance(source, Path):
+            return copy.deepcopy(list(of_file(source, certificate, wait)))
+        return objects(source, certificate, wait)
+
+    return rendered
+
+
+def _of_kind(objects: Iterable[Manifest], kind: str) -> list[Manifest]:
+    """The objects themselves (not copies): a test may change one to see a check fail."""
+    return [o for o in objects if o.get("kind") == kind]
+
+
+@pytest.fixture(scope="session")
+def of_kind() -> Callable[[Iterable[Manifest], str], list[Manifest]]:
+    """``of_kind(objects, kind)``: every object of that kind, in order."""
+    return _of_kind
+
+
+@pytest.fixture(scope="session")
+def by_kind() -> Callable[..., Manifest]:
+    """``by_kind(objects, kind, name=None)``: the one object of that kind (and name)."""
+
+    def by_kind(objects: Iterable[Manifest], kind: str, name: str | None = None) -> Manifest:
+        found = [
+            o for o in _of_kind(objects, kind) if name in (None, o.get("metadata", {}).get("name"))
+        ]
+        assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
+        return found[0]
+
+    return by_kind
 
 
 # --- Pulumi mocks --------------------------------------------------------------------------------
@@ -23,20 +122,20 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
     """Run a Pulumi program under recording mocks, each run with a fresh monitor and Stack.
 
     ``set_mocks`` is process-global, so nothing about one run may leak into the next; pass your
-    own ``RecordingMocks`` to fake a Command's stdout or a StackReference's outputs.
+    own ``RegistrationRecorder`` to fake a Command's stdout or a StackReference's outputs.
     """
-    from flux_minicluster.deploy.mocks import RecordingMocks, run_program
+    from flux_minicluster.deploy.recorder import RegistrationRecorder, run_program
 
     def run(
         build: Callable[[], Any],
         *,
-        mocks: RecordingMocks | None = None,
+        mocks: RegistrationRecorder | None = None,
         preview: bool = False,
         config: Mapping[str, Any] | None = None,
     ) -> ProgramRun[Any]:
         return run_program(
             build,
-            mocks=mocks if mocks is not None else RecordingMocks(),
+            mocks=mocks if mocks is not None else RegistrationRecorder(),
             project="flux-minicluster",
             stack="test",
             preview=preview,

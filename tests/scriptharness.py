@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.render import layout
+from flux_minicluster.core import layout
+from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 FAKE_FLUX = f"""#!{sys.executable}
@@ -95,7 +95,7 @@ class Sandbox:
     """One pod's filesystem, seen by one test; every root lives under ``root``."""
 
     root: Path
-    mc: MiniClusterDefinition
+    mc: MiniClusterPlan
     data: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

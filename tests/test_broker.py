@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,28 +16,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flux_minicluster.core import hostlist
-from flux_minicluster.core.definition import MiniClusterDefinition, parse
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.render.broker import (
-    broker_toml,
-    config_paths,
-    host_entries,
-    hostlist_for,
-)
-from flux_minicluster.core.render.templates import shquote, toml_string
+from flux_minicluster.core.render.broker import broker_toml
 from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.core.templating import shquote, toml_string
 
 NAME = "flux-sample"
 
 
-def build(
-    spec: dict[str, Any], name: str = NAME, namespace: str = "default"
-) -> MiniClusterDefinition:
-    return parse(
-        {"containers": [{"image": "ubuntu:noble", "command": "hostname"}], **spec},
-        name=name,
-        namespace=namespace,
-    )
+Build = Callable[..., plans.MiniClusterPlan]
 
 
 def pods(name: str, count: int, start: int = 0) -> list[str]:
@@ -104,7 +94,7 @@ CASES: dict[str, tuple[str, dict[str, Any], list[str]]] = {
 }
 
 
-def parsed(mc: MiniClusterDefinition) -> dict[str, Any]:
+def parsed(mc: plans.MiniClusterPlan) -> dict[str, Any]:
     return tomllib.loads(broker_toml(mc))
 
 
@@ -115,19 +105,19 @@ def expanded(config: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_hosts_expand_to_the_intended_ranks(case: str) -> None:
+def test_hosts_expand_to_the_intended_ranks(case: str, build: Build) -> None:
     name, spec, hosts = CASES[case]
     mc = build(spec, name=name)
     config = parsed(mc)
     assert expanded(config) == hosts
-    assert hostlist.expand(hostlist_for(mc)) == hosts
+    assert hostlist.expand(mc.hostlist) == hosts
     # Every broker of the cluster finds itself (a missing hostname makes a broker exit at once).
     for i in range(mc.spec.max_size):
         assert f"{name}-{i}" in hosts
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_config_shape(case: str) -> None:
+def test_config_shape(case: str, build: Build) -> None:
     name, spec, _ = CASES[case]
     mc = build(spec, name=name)
     config = parsed(mc)
@@ -149,12 +139,12 @@ def test_config_shape(case: str) -> None:
         "hosts",
     }
     # The operator's paths agree with the paths the scripts use.
-    paths = config_paths(mc)
+    paths = mc.paths
     assert config["resource"]["path"] == paths.resource
     assert config["bootstrap"]["curve_cert"] == paths.curve_cert
 
 
-def test_hosts_is_an_array_of_tables_one_per_block() -> None:
+def test_hosts_is_an_array_of_tables_one_per_block(build: Build) -> None:
     name, spec, _ = CASES["root-with-bursts"]
     assert parsed(build(spec, name=name))["bootstrap"]["hosts"] == [
         {"host": "flux-sample-[0-2]"},
@@ -164,7 +154,7 @@ def test_hosts_is_an_array_of_tables_one_per_block() -> None:
 
 
 @pytest.mark.parametrize("port", [8050, 9000])
-def test_child_reaches_the_lead_through_its_address(port: int) -> None:
+def test_child_reaches_the_lead_through_its_address(port: int, build: Build) -> None:
     hosts = parsed(build(child(port=port), name="child"))["bootstrap"]["hosts"]
     assert hosts[0] == {
         "host": "34.1.2.3",
@@ -174,20 +164,20 @@ def test_child_reaches_the_lead_through_its_address(port: int) -> None:
     assert all(set(entry) == {"host"} for entry in hosts[1:])
 
 
-def test_child_custom_hostlist_keeps_the_lead_endpoint() -> None:
+def test_child_custom_hostlist_keeps_the_lead_endpoint(build: Build) -> None:
     mc = build(child(clusters=[], hostlist="34.1.2.3,lead-[1-3],child-[0-1]"), name="child")
-    assert host_entries(mc)[0].connect == "tcp://34.1.2.3:8050"
-    assert hostlist_for(mc) == "34.1.2.3,lead-[1-3],child-[0-1]"
+    assert mc.host_entries[0].connect == "tcp://34.1.2.3:8050"
+    assert mc.hostlist == "34.1.2.3,lead-[1-3],child-[0-1]"
 
 
-def test_custom_hostlist_is_verbatim() -> None:
+def test_custom_hostlist_is_verbatim(build: Build) -> None:
     custom = "flux-sample-[0-3],gffw-compute-a-[001-003]"
     mc = build({"size": 4, "flux": {"bursting": {"hostlist": custom}}})
-    assert hostlist_for(mc) == custom
+    assert mc.hostlist == custom
     assert parsed(mc)["bootstrap"]["hosts"] == [{"host": custom}]
 
 
-def test_namespace_headless_name_mount_and_queue_policy() -> None:
+def test_namespace_headless_name_mount_and_queue_policy(build: Build) -> None:
     mc = build(
         {
             "size": 2,
@@ -206,7 +196,7 @@ def test_namespace_headless_name_mount_and_queue_policy() -> None:
     assert config["sched-fluxion-qmanager"]["queue-policy"] == "easy"
 
 
-def test_unusual_mount_path_stays_one_string() -> None:
+def test_unusual_mount_path_stays_one_string(build: Build) -> None:
     mount = '/data/a "quoted" \\ path\twith\ttabs'
     mc = build({"size": 1, "flux": {"container": {"mountPath": mount}}})
     assert parsed(mc)["bootstrap"]["curve_cert"] == f"{mount}/config/curve/curve.cert"
@@ -224,20 +214,20 @@ path = "/mnt/flux/view/etc/flux/system/R"
 """
 
 
-def test_broker_config_replaces_the_generated_one() -> None:
+def test_broker_config_replaces_the_generated_one(build: Build) -> None:
     mc = build({"size": 4, "flux": {"brokerConfig": USER_CONFIG}})
     assert broker_toml(mc) == USER_CONFIG
     # R and the certificate copy go where that config looks for them.
-    assert hostlist_for(mc) == "flux-sample-0,flux-sample-[1-3]"
-    assert hostlist.expand(hostlist_for(mc)) == pods(NAME, 4)
-    assert config_paths(mc).curve_cert == "/mnt/flux/view/curve/curve.cert"
-    assert config_paths(mc).resource == "/mnt/flux/view/etc/flux/system/R"
+    assert mc.hostlist == "flux-sample-0,flux-sample-[1-3]"
+    assert hostlist.expand(mc.hostlist) == pods(NAME, 4)
+    assert mc.paths.curve_cert == "/mnt/flux/view/curve/curve.cert"
+    assert mc.paths.resource == "/mnt/flux/view/etc/flux/system/R"
 
 
-def test_broker_config_without_hosts_falls_back_to_the_generated_hostlist() -> None:
+def test_broker_config_without_hosts_falls_back_to_the_generated_hostlist(build: Build) -> None:
     mc = build({"size": 3, "flux": {"brokerConfig": "[access]\nallow-guest-user = true\n"}})
-    assert hostlist_for(mc) == "flux-sample-[0-2]"
-    assert config_paths(mc).curve_cert == "/mnt/flux/config/curve/curve.cert"
+    assert mc.hostlist == "flux-sample-[0-2]"
+    assert mc.paths.curve_cert == "/mnt/flux/config/curve/curve.cert"
 
 
 @pytest.mark.parametrize("text", ['hosts = [ {host="a"}', "[bootstrap]\nbogus = 1\n"])
@@ -248,21 +238,21 @@ def test_a_broker_config_a_broker_would_not_take_is_refused(text: str) -> None:
     )
     mc = MiniClusterDefinition(name=NAME, namespace="default", spec=spec)
     with pytest.raises(SpecError, match="brokerConfig"):
-        broker_toml(mc)
+        plans.build(mc)
 
 
-def test_size_never_grows_the_config() -> None:
+def test_size_never_grows_the_config(build: Build) -> None:
     small = broker_toml(build({"size": 2}))
     large = broker_toml(build({"size": 65536}))
     assert len(large.encode()) <= len(small.encode()) + 8
     assert expanded(tomllib.loads(large))[-1] == f"{NAME}-65535"
-    assert len(hostlist_for(build({"size": 65536}))) < 32
+    assert len(build({"size": 65536}).hostlist) < 32
 
 
-def test_hostlist_file_matches_broker_toml() -> None:
+def test_hostlist_file_matches_broker_toml(build: Build) -> None:
     for name, spec, _ in CASES.values():
         mc = build(spec, name=name)
-        assert hostlist.expand(hostlist_for(mc)) == expanded(parsed(mc))
+        assert hostlist.expand(mc.hostlist) == expanded(parsed(mc))
 
 
 # --- the filters every value passes through ------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from cli import minicluster
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core import certificate, layout
 from flux_minicluster.core import labels as lbl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:
     assert [d["kind"] for d in docs] == ["ConfigMap", "Secret", "Pod", "Service", "Service", "Job"]
     assert result.stdout.count("\n---\n") + 1 == len(docs)
     secret = docs[1]
-    cert = certificate.parse(secret["stringData"][lbl.CURVE_CERT_KEY])
+    cert = certificate.parse(secret["stringData"][layout.CURVE_FILE])
     assert secret["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION] == cert.public_key
     assert cert.hostname == "flux-app-0"
     assert "generated a new CURVE certificate locally" in result.stderr
@@ -52,7 +52,7 @@ def test_namespace_option_and_a_spec_certificate(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     docs = list(yaml.safe_load_all(result.stdout))
     assert {d["metadata"]["namespace"] for d in docs} == {"hpc"}
-    assert docs[1]["stringData"][lbl.CURVE_CERT_KEY] == cert
+    assert docs[1]["stringData"][layout.CURVE_FILE] == cert
     assert "generated" not in result.stderr
 
 

@@ -21,31 +21,32 @@ import pytest
 import yaml
 
 from flux_minicluster.core import labels as lbl
+from flux_minicluster.core import layout, placeholders
+from flux_minicluster.core import plan as plans
 from flux_minicluster.core.certificate import generate, parse, render
-from flux_minicluster.core.definition import parse as parse_definition
 from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import parse as parse_definition
 from flux_minicluster.core.render import manifests as rendering
-from flux_minicluster.core.render import placeholders
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import outputs
 from flux_minicluster.deploy.minicluster import (
     JOB_HASH_ANNOTATION,
     JOB_IGNORE_CHANGES,
+    OUTPUTS,
     TYPE,
     MiniCluster,
     MiniClusterArgs,
 )
-from flux_minicluster.deploy.mocks import (
+from flux_minicluster.deploy.recorder import (
     ProgramRun,
     RecordedResource,
-    RecordingMocks,
+    RegistrationRecorder,
     contains_secret,
     plain,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-CERT = render(generate("flux-sample", "flux-sample-0"))
+CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
 PUBLIC_KEY = parse(CERT).public_key
 OTHER_CERT = render(generate("other", "other-0"))
 JOBPATCH = "kubernetes:batch/v1:JobPatch"
@@ -74,12 +75,11 @@ def deploy(
 ) -> ProgramRun[MiniCluster]:
     def build() -> MiniCluster:
         cluster = MiniCluster("mc", args, opts())
-        for key in ("job_name", "service_name", "namespace", "lead_broker_host", "hostlist",
-                    "size", "max_size", "curve_public_key", "curve_cert"):  # fmt: skip
+        for key in OUTPUTS:
             pulumi.export(key, getattr(cluster, key))
         return cluster
 
-    return run_pulumi(build, mocks=RecordingMocks(command_stdout=stdout), preview=preview)
+    return run_pulumi(build, mocks=RegistrationRecorder(command_stdout=stdout), preview=preview)
 
 
 def kube(run: ProgramRun[Any]) -> dict[tuple[str, str], RecordedResource]:
@@ -128,7 +128,7 @@ def test_children_are_the_rendered_manifests(run_pulumi: Run, example: str, wait
     path = EXAMPLES / f"{example}.yaml"
     run = deploy(run_pulumi, {"spec": path, "wait": wait})
     cluster = run.result
-    expected = expected_registration(rendering.render(cluster.definition, CERT, wait=wait))
+    expected = expected_registration(rendering.render(cluster.plan, CERT, wait=wait).objects())
 
     registered = kube(run)
     assert sorted(registered) == sorted(expected)
@@ -140,10 +140,10 @@ def test_children_are_the_rendered_manifests(run_pulumi: Run, example: str, wait
     assert {types[k] for k in types if k[0] == "Service"} <= {"kubernetes:core/v1:Service"}
     for resource in run.resources:
         assert not list(placeholders.find(plain(resource.inputs)))
-        assert not outputs.contains_token(plain(resource.inputs), {"FLUXMINICLUSTER": 0})
-    # The manifests attribute is the renderer's list, placeholders and all, never the secret.
-    assert cluster.manifests == rendering.render(cluster.definition, None, wait=wait)
-    assert CERT not in yaml.safe_dump(cluster.manifests)
+    # The rendering attribute is the renderer's, placeholders and all, never the secret.
+    objects = cluster.rendering.objects()
+    assert objects == rendering.render(cluster.plan, None, wait=wait).objects()
+    assert CERT not in yaml.safe_dump(objects)
 
 
 def test_every_child_is_parented_to_the_component(run_pulumi: Run) -> None:
@@ -230,7 +230,7 @@ def test_certificate_comes_from_a_keygen_command(
 
     secret = by_kind(run, "Secret")
     assert contains_secret(secret.inputs["stringData"])
-    assert plain(secret.inputs)["stringData"] == {lbl.CURVE_CERT_KEY: CERT}
+    assert plain(secret.inputs)["stringData"] == {layout.CURVE_FILE: CERT}
     assert plain(secret.inputs)["metadata"]["annotations"] == {
         lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY
     }
@@ -278,7 +278,7 @@ def test_a_supplied_certificate_skips_the_command(run_pulumi: Run, source: str) 
     run = deploy(run_pulumi, args, stdout=CERT)
     assert not [r for r in run.resources if r.typ == COMMAND]
     assert run.result.keygen is None
-    assert plain(by_kind(run, "Secret").inputs)["stringData"] == {lbl.CURVE_CERT_KEY: OTHER_CERT}
+    assert plain(by_kind(run, "Secret").inputs)["stringData"] == {layout.CURVE_FILE: OTHER_CERT}
     assert run.exports["curve_public_key"].value == parse(OTHER_CERT).public_key
     assert run.exports["curve_cert"].secret
 
@@ -287,7 +287,7 @@ def test_the_argument_wins_over_the_spec_certificate(run_pulumi: Run) -> None:
     doc = document()
     doc["spec"]["flux"] = {"curveCert": CERT}
     run = deploy(run_pulumi, {"spec": doc, "curve_cert": OTHER_CERT})
-    assert plain(by_kind(run, "Secret").inputs)["stringData"] == {lbl.CURVE_CERT_KEY: OTHER_CERT}
+    assert plain(by_kind(run, "Secret").inputs)["stringData"] == {layout.CURVE_FILE: OTHER_CERT}
 
 
 def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) -> None:
@@ -315,7 +315,10 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
         ({"spec": document(), "keygen": {"rotaton": "1"}}, "keygen.rotaton: unknown argument"),
         ({"spec": document(), "sise": 3}, "sise: unknown argument"),
         ({"spec": document(), "curve_cert": "not a certificate"}, "curve_cert: line 1"),
-        ({"spec": document(), "lead_broker": "a b"}, "lead_broker: must be a DNS name"),
+        (
+            {"spec": document(), "lead_broker": "a b"},
+            "lead_broker: must be one IPv4 address or DNS name",
+        ),
         ({"spec": document(), "lead_broker": "x.org"}, "spec.flux.bursting.leadBroker: required"),
         ({}, "spec: required"),
     ],
@@ -323,7 +326,7 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
 def test_invalid_input_raises_before_anything_is_registered(
     run_pulumi: Run, args: Any, message: str
 ) -> None:
-    mocks = RecordingMocks(command_stdout=CERT)
+    mocks = RegistrationRecorder(command_stdout=CERT)
 
     def build() -> None:
         MiniCluster("mc", args)
@@ -463,7 +466,7 @@ def test_the_callers_provider_reaches_every_kubernetes_child(run_pulumi: Run, ho
     run = deploy(run_pulumi, {"spec": EXAMPLES / "services-sidecar.yaml"}, opts=opts)
     (provider,) = [r for r in run.resources if r.typ == "pulumi:providers:kubernetes"]
     children = [r for r in run.resources if r.typ.startswith("kubernetes:")]
-    assert len(children) == len(run.result.manifests) + 1  # + the JobPatch
+    assert len(children) == len(run.result.rendering.objects()) + 1  # + the JobPatch
     for child in children:
         assert child.provider == f"{provider.urn}::{provider.name}-id", child.name
     assert not one(run, COMMAND).provider.startswith(provider.urn)
@@ -478,7 +481,7 @@ def test_the_callers_dependencies_reach_every_child(run_pulumi: Run) -> None:
             pulumi.ResourceOptions(depends_on=[namespace]),
         )
 
-    run = run_pulumi(build, mocks=RecordingMocks(command_stdout=CERT))
+    run = run_pulumi(build, mocks=RegistrationRecorder(command_stdout=CERT))
     namespace = one(run, "kubernetes:core/v1:Namespace")
     children = [r for r in run.resources if r.parent == one(run, TYPE).urn]
     assert len(children) == 6  # ConfigMap, Secret, Service, Job, JobPatch, Command
@@ -504,12 +507,12 @@ def test_outputs_resolve(run_pulumi: Run) -> None:
     assert isinstance(values["size"], int)
     assert isinstance(values["max_size"], int)
     assert [name for name, export in run.exports.items() if export.secret] == ["curve_cert"]
-    assert run.result.definition.name == "flux-sample"
+    assert run.result.plan.name == "flux-sample"
 
 
 def test_a_preview_registers_everything_with_the_certificate_unknown(run_pulumi: Run) -> None:
     run = deploy(run_pulumi, {"spec": document()}, preview=True)
-    assert len(kube(run)) == len(run.result.manifests)
+    assert len(kube(run)) == len(run.result.rendering.objects())
     assert not run.exports["curve_cert"].known
     assert run.exports["job_name"].value == "flux-sample"
 
@@ -536,7 +539,7 @@ def test_the_lead_broker_address_fills_the_broker_config(
     run = deploy(run_pulumi, {"spec": bursted(spec_address), "lead_broker": lead})
     # What the renderer makes of the spec with the real address is what gets registered.
     truth = parse_definition(bursted(LEAD_ADDRESS))
-    expected = expected_registration(rendering.render(truth, CERT))
+    expected = expected_registration(rendering.render(plans.build(truth), CERT).objects())
     registered = kube(run)
     assert sorted(registered) == sorted(expected)
     for key, resource in registered.items():

@@ -7,13 +7,12 @@ let one MiniCluster use a node directory on purpose.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from flux_minicluster.core import certificate
-from flux_minicluster.core.definition import load_one
-from flux_minicluster.core.render.manifests import render
 from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,20 +20,15 @@ CONFIG = ROOT / "policies" / "config.example.json"
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 
-def rendered(path: Path) -> list[dict[str, object]]:
-    mc = load_one(path)
-    cert = mc.spec.flux.curve_cert or certificate.render(
-        certificate.generate(mc.name, mc.lead_host)
-    )
-    return render(mc, cert)
+Rendered = Callable[..., list[dict[str, Any]]]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_example_passes_every_mandatory_policy(path: Path) -> None:
+def test_example_passes_every_mandatory_policy(path: Path, rendered: Rendered) -> None:
     report = checker.check(rendered(path), checker.load_config(CONFIG))
     assert report.mandatory == (), report.format()
 
 
-def test_without_the_allow_list_the_hostpath_example_is_refused() -> None:
+def test_without_the_allow_list_the_hostpath_example_is_refused(rendered: Rendered) -> None:
     report = checker.check(rendered(ROOT / "examples" / "volumes.yaml"))
     assert [v.policy for v in report.mandatory] == ["no-privileged"]

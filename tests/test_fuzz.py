@@ -36,10 +36,12 @@ from strategies import (
     spec_cases,
 )
 
-from flux_minicluster.core import kubecheck
-from flux_minicluster.core.definition import MiniClusterDefinition, load_text, parse
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import load_text, parse
 from flux_minicluster.core.render.manifests import render
+from flux_minicluster.policy import kubecheck
 
 K8S_VERSION = "1.34"
 
@@ -141,7 +143,7 @@ def test_every_valid_spec_renders_what_kubernetes_and_flux_accept(
     mc = parse(case.doc)
     assert (mc.name, mc.spec.max_size) == (case.name, case.doc["spec"].get("maxSize", mc.spec.size))
 
-    manifests = render(mc)
+    manifests = render(plans.build(mc)).objects()
     assert rendered_problems(manifests) == []
 
     data = config_map_data(manifests)
@@ -201,7 +203,7 @@ def test_a_broken_spec_is_a_spec_error_or_renders_correctly(
         return
     # Accepted: then it is a valid spec, and must render as one.
     for mc in definitions:
-        manifests = render(mc)
+        manifests = render(plans.build(mc)).objects()
         assert unexplained(rendered_problems(manifests)) == []
         data = config_map_data(manifests)
         tomllib.loads(data["broker.toml"])

@@ -17,26 +17,23 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from flux_minicluster.core.definition import load_one
-from flux_minicluster.core.render.manifests import lead_service, render, to_yaml
+from flux_minicluster.core.render.manifests import to_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
-CERT = (GOLDEN / "fixed-curve.cert").read_text()
 CASES = ("hello-world", "bursting-root", "services-sidecar")
 
 
-def current(case: str) -> str:
+def current(case: str, rendered: Callable[..., list[dict[str, Any]]]) -> str:
     source = f"examples/{case}.yaml"
-    mc = load_one(ROOT / source)
-    objects = render(mc, CERT)
-    if mc.spec.flux.bursting.clusters and mc.spec.flux.bursting.lead_broker is None:
-        objects.append(lead_service(mc))
+    objects = rendered(ROOT / source)
     header = (
         f"# Golden manifests of {source} (fixed test certificate), written by "
         "tests/test_golden.py.\n# Do not edit: refresh with `make golden` and review the diff.\n"
@@ -45,9 +42,11 @@ def current(case: str) -> str:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_rendered_manifests_match_the_golden_file(case: str) -> None:
+def test_rendered_manifests_match_the_golden_file(
+    case: str, rendered: Callable[..., list[dict[str, Any]]]
+) -> None:
     path = GOLDEN / f"{case}.yaml"
-    text = current(case)
+    text = current(case, rendered)
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
         return

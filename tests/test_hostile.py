@@ -31,10 +31,12 @@ import pytest
 import yaml
 from scriptharness import bash_syntax_errors
 
-from flux_minicluster.core import kubecheck
-from flux_minicluster.core.definition import MiniClusterDefinition, load_file
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render
+from flux_minicluster.policy import kubecheck
 
 ANY_PATH = "<any>"
 MAX_PROBLEM_LINE = 2000
@@ -639,7 +641,7 @@ def test_hostile_input_is_refused_with_its_path_or_arrives_intact(
         return
     assert case.refused is None, f"accepted, but {case.refused} should be refused"
     for mc in definitions:
-        manifests = render(mc)
+        manifests = render(plans.build(mc)).objects()
         problems = [e for m in manifests for e in kubecheck.schema_errors(m)]
         assert problems + kubecheck.semantic_errors(manifests) == []
         data = entrypoint(manifests)

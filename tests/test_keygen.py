@@ -24,21 +24,28 @@ import pulumi
 import pytest
 
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.certificate import CurveCertificate, generate, parse, render
-from flux_minicluster.core.definition import parse as parse_definition
+from flux_minicluster.core import layout
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.certificate import CurveCertificate, parse
 from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import parse as parse_definition
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
 from flux_minicluster.deploy import keygen
 from flux_minicluster.deploy.keygen import KeygenSettings, render_script, settings_from_args
 from flux_minicluster.deploy.minicluster import MiniCluster
-from flux_minicluster.deploy.mocks import ProgramRun, RecordingMocks, plain, run_create_script
+from flux_minicluster.deploy.recorder import (
+    ProgramRun,
+    RegistrationRecorder,
+    plain,
+    run_create_script,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASH = shutil.which("bash") or "/bin/bash"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 BASICS = ("mktemp", "cat", "rm")  # what the script itself needs from PATH
 
-CERT = render(generate("flux-sample", "flux-sample-0"))
+CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
 
 Run = Callable[..., ProgramRun[Any]]
 
@@ -364,7 +371,7 @@ def definition(name: str = "flux-sample", image: str | None = None) -> Any:
     spec: dict[str, Any] = {"containers": [{"image": "ubuntu:24.04"}]}
     if image:
         spec["flux"] = {"container": {"image": image}}
-    return parse_definition(spec, name=name, namespace="hpc")
+    return plans.build(parse_definition(spec, name=name, namespace="hpc"))
 
 
 def test_settings_default_to_auto_and_the_spec_view_image() -> None:
@@ -409,8 +416,8 @@ def cluster(rotation: str = "", strategy: str = "builtin") -> Callable[[], MiniC
 
 
 def test_the_command_keeps_the_certificate_stable_and_secret(run_pulumi: Run) -> None:
-    first = run_pulumi(cluster("2024-01"), mocks=RecordingMocks(command_stdout=CERT))
-    second = run_pulumi(cluster("2024-06"), mocks=RecordingMocks(command_stdout=CERT))
+    first = run_pulumi(cluster("2024-01"), mocks=RegistrationRecorder(command_stdout=CERT))
+    second = run_pulumi(cluster("2024-06"), mocks=RegistrationRecorder(command_stdout=CERT))
     commands = [
         next(r for r in run.resources if r.typ == "command:local:Command")
         for run in (first, second)
@@ -434,9 +441,9 @@ def test_the_command_keeps_the_certificate_stable_and_secret(run_pulumi: Run) ->
 
 
 def test_the_real_script_under_the_component_yields_a_valid_secret(run_pulumi: Run) -> None:
-    run = run_pulumi(cluster(), mocks=RecordingMocks(command_stdout=run_create_script))
+    run = run_pulumi(cluster(), mocks=RegistrationRecorder(command_stdout=run_create_script))
     secret = next(r for r in run.resources if r.typ == "kubernetes:core/v1:Secret")
-    text = plain(secret.inputs)["stringData"][lbl.CURVE_CERT_KEY]
+    text = plain(secret.inputs)["stringData"][layout.CURVE_FILE]
     cert = parse(text)
     assert (cert.name, cert.hostname) == ("flux-sample", "flux-sample-0")
     key = plain(secret.inputs)["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION]

@@ -8,19 +8,21 @@ asserted once, on a small inline spec that shows it.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from flux_minicluster.core import certificate, kubecheck
+from flux_minicluster.core import certificate, layout, placeholders
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.definition import MiniClusterDefinition, load_one, parse
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.render import layout, placeholders
-from flux_minicluster.core.render.manifests import lead_service, render, to_yaml
+from flux_minicluster.core.loading import load_one, parse
+from flux_minicluster.core.render.manifests import lead_service, to_yaml
+from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -45,30 +47,25 @@ def spec_files() -> list[Any]:
     return files
 
 
-@functools.cache
-def rendered(path: Path) -> list[dict[str, Any]]:
-    """A file's objects with a real certificate, plus the lead Service of a bursting root."""
-    mc = load_one(path)
-    objects = render(mc, CERT)
-    if mc.spec.flux.bursting.clusters and mc.spec.flux.bursting.lead_broker is None:
-        objects.append(lead_service(mc))
-    return objects
-
-
 def mini(name: str = "demo", namespace: str = "hpc", **spec: Any) -> MiniClusterDefinition:
     spec.setdefault("containers", [{"image": "ubuntu:24.04", "command": "echo hi"}])
     return parse(spec, name=name, namespace=namespace)
 
 
-def by_kind(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
-    found = [o for o in objects if o["kind"] == kind and name in (None, o["metadata"]["name"])]
-    assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
-    return found[0]
+Rendered = Callable[..., list[dict[str, Any]]]
+ByKind = Callable[..., dict[str, Any]]
+JobPod = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
 
-def job_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    spec: dict[str, Any] = by_kind(objects, "Job")["spec"]["template"]["spec"]
-    return spec
+@pytest.fixture
+def job_pod(by_kind: ByKind) -> JobPod:
+    """``job_pod(objects)``: the pod spec of the Job's template."""
+
+    def job_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+        spec: dict[str, Any] = by_kind(objects, "Job")["spec"]["template"]["spec"]
+        return spec
+
+    return job_pod
 
 
 def mounts(container: dict[str, Any]) -> dict[str, str]:
@@ -85,7 +82,7 @@ def test_there_are_enough_examples() -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("path", spec_files())
 def test_every_object_validates_against_the_strict_kubernetes_schema(
-    path: Path, version: str
+    path: Path, version: str, rendered: Rendered
 ) -> None:
     for obj in rendered(path):
         errors = kubecheck.schema_errors(obj, version)
@@ -93,12 +90,12 @@ def test_every_object_validates_against_the_strict_kubernetes_schema(
 
 
 @pytest.mark.parametrize("path", spec_files())
-def test_every_rendered_set_passes_the_semantic_checks(path: Path) -> None:
+def test_every_rendered_set_passes_the_semantic_checks(path: Path, rendered: Rendered) -> None:
     assert kubecheck.semantic_errors(rendered(path)) == []
 
 
 @pytest.mark.parametrize("path", spec_files())
-def test_no_configmap_value_contains_the_secret_key(path: Path) -> None:
+def test_no_configmap_value_contains_the_secret_key(path: Path, rendered: Rendered) -> None:
     for obj in rendered(path):
         if obj["kind"] == "ConfigMap":
             for key, value in obj["data"].items():
@@ -106,8 +103,8 @@ def test_no_configmap_value_contains_the_secret_key(path: Path) -> None:
                 assert "secret-key" not in value, key
 
 
-def test_placeholder_render_is_valid_too() -> None:
-    objects = render(load_one(ROOT / "examples" / "services-sidecar.yaml"))
+def test_placeholder_render_is_valid_too(rendered: Rendered) -> None:
+    objects = rendered(load_one(ROOT / "examples" / "services-sidecar.yaml"), certificate=None)
     assert kubecheck.semantic_errors(objects) == []
     for obj in objects:
         assert kubecheck.schema_errors(obj, "1.34") == []
@@ -116,7 +113,7 @@ def test_placeholder_render_is_valid_too() -> None:
 # --- names, order, certificate --------------------------------------------------------------
 
 
-def test_object_names_and_order_follow_the_operator() -> None:
+def test_object_names_and_order_follow_the_operator(rendered: Rendered) -> None:
     mc = mini(
         services=[{"name": "db", "image": "redis:7.4.1"}],
         containers=[
@@ -125,7 +122,7 @@ def test_object_names_and_order_follow_the_operator() -> None:
             {"name": "quiet", "image": "busybox:1.36"},
         ],
     )
-    assert [(o["kind"], o["metadata"]["name"]) for o in render(mc, CERT)] == [
+    assert [(o["kind"], o["metadata"]["name"]) for o in rendered(mc)] == [
         ("ConfigMap", "demo-entrypoint"),
         ("Secret", "demo-curve"),
         ("Pod", "demo-services"),
@@ -133,35 +130,43 @@ def test_object_names_and_order_follow_the_operator() -> None:
         ("Service", "web"),
         ("Job", "demo"),
     ]
-    assert all(o["metadata"]["namespace"] == "hpc" for o in render(mc, CERT))
+    assert all(o["metadata"]["namespace"] == "hpc" for o in rendered(mc))
 
 
-def test_custom_headless_name_names_the_service_and_the_subdomain() -> None:
-    objects = render(mini(network={"headlessName": "brokers"}), CERT)
+def test_custom_headless_name_names_the_service_and_the_subdomain(
+    rendered: Rendered, by_kind: ByKind, job_pod: JobPod
+) -> None:
+    objects = rendered(mini(network={"headlessName": "brokers"}))
     assert by_kind(objects, "Service")["metadata"]["name"] == "brokers"
     assert job_pod(objects)["subdomain"] == "brokers"
 
 
-def test_secret_holds_the_certificate_with_its_public_key_annotated() -> None:
-    objects = render(mini(), CERT)
+def test_secret_holds_the_certificate_with_its_public_key_annotated(
+    rendered: Rendered, by_kind: ByKind
+) -> None:
+    objects = rendered(mini())
     secret = by_kind(objects, "Secret")
     assert secret["type"] == "Opaque"
-    assert secret["stringData"] == {lbl.CURVE_CERT_KEY: CERT}
+    assert secret["stringData"] == {layout.CURVE_FILE: CERT}
     assert secret["metadata"]["annotations"] == {lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY}
-    assert lbl.CURVE_CERT_KEY not in by_kind(objects, "ConfigMap")["data"]
+    assert layout.CURVE_FILE not in by_kind(objects, "ConfigMap")["data"]
 
 
-def test_without_a_certificate_the_secret_carries_placeholders() -> None:
-    objects = render(mini())
+def test_without_a_certificate_the_secret_carries_placeholders(
+    rendered: Rendered, by_kind: ByKind
+) -> None:
+    objects = rendered(mini(), certificate=None)
     secret = by_kind(objects, "Secret")
-    assert secret["stringData"][lbl.CURVE_CERT_KEY] == placeholders.CURVE_CERT
+    assert secret["stringData"][layout.CURVE_FILE] == placeholders.CURVE_CERT
     assert (
         secret["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION]
         == placeholders.CURVE_PUBLIC_KEY
     )
     found = [token for o in objects for _, token in placeholders.find(o)]
     # The public key also sits on the Job's pod template, so a rotation restarts every broker.
-    assert sorted(found) == sorted([*placeholders.ALL, placeholders.CURVE_PUBLIC_KEY])
+    assert sorted(found) == sorted(
+        [placeholders.CURVE_CERT, placeholders.CURVE_PUBLIC_KEY, placeholders.CURVE_PUBLIC_KEY]
+    )
     assert all(t.replace("_", "").isalnum() for t in placeholders.ALL)
 
 
@@ -169,9 +174,11 @@ def certificate_public_key() -> str:
     return certificate.parse(CERT).public_key
 
 
-def test_a_new_certificate_changes_the_pod_template() -> None:
+def test_a_new_certificate_changes_the_pod_template(rendered: Rendered, by_kind: ByKind) -> None:
     other = certificate.render(certificate.generate("flux-sample", "flux-sample-0"))
-    first, second = (by_kind(render(mini(), c), "Job")["spec"]["template"] for c in (CERT, other))
+    first, second = (
+        by_kind(rendered(mini(), certificate=c), "Job")["spec"]["template"] for c in (CERT, other)
+    )
     assert first != second
     annotations = second["metadata"]["annotations"]
     assert annotations[lbl.CURVE_PUBLIC_KEY_ANNOTATION] == certificate.parse(other).public_key
@@ -183,7 +190,7 @@ def test_a_new_certificate_changes_the_pod_template() -> None:
     ids=["resize", "grow-max-size", "tasks"],
 )
 def test_only_a_rank_order_change_touches_the_pod_template(
-    change: dict[str, int], replaces: bool
+    change: dict[str, int], replaces: bool, rendered: Rendered, by_kind: ByKind
 ) -> None:
     def template(**spec: int) -> Any:
         mc = parse(
@@ -191,31 +198,31 @@ def test_only_a_rank_order_change_touches_the_pod_template(
             name="flux-sample",
             namespace="hpc",
         )
-        return by_kind(render(mc, CERT), "Job")["spec"]["template"]
+        return by_kind(rendered(mc), "Job")["spec"]["template"]
 
     assert (template() != template(**change)) is replaces
 
 
-def test_a_certificate_flux_would_refuse_is_a_spec_error() -> None:
+def test_a_certificate_flux_would_refuse_is_a_spec_error(rendered: Rendered) -> None:
     with pytest.raises(SpecError, match="curve certificate"):
-        render(mini(), "metadata\ncurve\n")
+        rendered(mini(), certificate="metadata\ncurve\n")
 
 
-def test_same_input_gives_the_same_bytes() -> None:
+def test_same_input_gives_the_same_bytes(rendered: Rendered) -> None:
     path = ROOT / "examples" / "services-sidecar.yaml"
-    first = yaml.safe_dump(render(load_one(path), CERT), sort_keys=False)
-    second = yaml.safe_dump(render(load_one(path), CERT), sort_keys=False)
+    first = yaml.safe_dump(rendered(load_one(path)), sort_keys=False)
+    second = yaml.safe_dump(rendered(load_one(path)), sort_keys=False)
     assert first == second
-    assert yaml.safe_load_all(to_yaml(render(load_one(path), CERT)))
+    assert yaml.safe_load_all(to_yaml(rendered(load_one(path))))
     assert list(yaml.safe_load_all(to_yaml(rendered(path)))) == rendered(path)
 
 
 # --- labels and annotations -----------------------------------------------------------------
 
 
-def test_labels_on_objects_pods_and_the_job() -> None:
+def test_labels_on_objects_pods_and_the_job(rendered: Rendered, by_kind: ByKind) -> None:
     mc = mini(jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, pod={"labels": {"team": "md"}})
-    objects = render(mc, CERT)
+    objects = rendered(mc)
     ours = {
         lbl.NAME_LABEL: "demo",
         lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
@@ -236,22 +243,22 @@ def test_labels_on_objects_pods_and_the_job() -> None:
     }
 
 
-def test_burst_group_label_and_role_of_root_and_child() -> None:
-    root = render(load_one(ROOT / "examples" / "bursting-root.yaml"), CERT)
-    child = render(load_one(ROOT / "examples" / "bursting-child.yaml"), CERT)
+def test_burst_group_label_and_role_of_root_and_child(rendered: Rendered, by_kind: ByKind) -> None:
+    root = rendered(load_one(ROOT / "examples" / "bursting-root.yaml"))
+    child = rendered(load_one(ROOT / "examples" / "bursting-child.yaml"))
     for objects, group, role in ((root, "flux-root", "root"), (child, "flux-root", "burst")):
         for kind in ("ConfigMap", "Secret"):
             assert by_kind(objects, kind)["metadata"]["labels"][lbl.BURST_GROUP_LABEL] == group
         assert by_kind(objects, "Job")["metadata"]["annotations"][lbl.ROLE_ANNOTATION] == role
-    job = by_kind(render(mini(), CERT), "Job")
+    job = by_kind(rendered(mini()), "Job")
     assert job["metadata"]["annotations"][lbl.ROLE_ANNOTATION] == "standalone"
 
 
-def test_job_annotations_say_max_size_and_lifecycle() -> None:
-    job = by_kind(render(mini(size=2, maxSize=5), CERT), "Job")
+def test_job_annotations_say_max_size_and_lifecycle(rendered: Rendered, by_kind: ByKind) -> None:
+    job = by_kind(rendered(mini(size=2, maxSize=5)), "Job")
     assert job["metadata"]["annotations"][lbl.MAX_SIZE_ANNOTATION] == "5"
     assert job["metadata"]["annotations"][lbl.LIFECYCLE_ANNOTATION] == "ephemeral"
-    persistent = by_kind(render(mini(containers=[{"image": "ubuntu:24.04"}]), CERT), "Job")
+    persistent = by_kind(rendered(mini(containers=[{"image": "ubuntu:24.04"}])), "Job")
     assert persistent["metadata"]["annotations"][lbl.LIFECYCLE_ANNOTATION] == "persistent"
 
 
@@ -267,28 +274,33 @@ def test_job_annotations_say_max_size_and_lifecycle() -> None:
     ],
 )
 def test_await_annotations_per_lifecycle_and_wait(
-    command: str | None, interactive: bool, wait: Any, expected: dict[str, str]
+    command: str | None,
+    interactive: bool,
+    wait: Any,
+    expected: dict[str, str],
+    rendered: Rendered,
+    by_kind: ByKind,
 ) -> None:
     container: dict[str, Any] = {"image": "ubuntu:24.04"}
     if command:
         container["command"] = command
     mc = mini(size=3, interactive=interactive, containers=[container])
-    annotations = by_kind(render(mc, CERT, wait=wait), "Job")["metadata"]["annotations"]
+    annotations = by_kind(rendered(mc, wait=wait), "Job")["metadata"]["annotations"]
     awaits = {k: v for k, v in annotations.items() if k.startswith("pulumi.com/")}
     assert awaits == expected
 
 
-def test_unknown_wait_mode_is_refused() -> None:
+def test_unknown_wait_mode_is_refused(rendered: Rendered) -> None:
     with pytest.raises(ValueError, match="wait must be one of"):
-        render(mini(), CERT, wait="forever")  # type: ignore[arg-type]
+        rendered(mini(), wait="forever")  # type: ignore[arg-type]
 
 
 # --- the Indexed Job ------------------------------------------------------------------------
 
 
-def test_indexed_job_shape() -> None:
+def test_indexed_job_shape(rendered: Rendered, by_kind: ByKind) -> None:
     mc = mini(size=3, maxSize=6, deadlineSeconds=600, backoffLimit=4, cleanup=True)
-    job = by_kind(render(mc, CERT), "Job")
+    job = by_kind(rendered(mc), "Job")
     assert job["apiVersion"] == "batch/v1"
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed"
@@ -296,13 +308,13 @@ def test_indexed_job_shape() -> None:
     assert spec["backoffLimit"] == 4
     assert spec["activeDeadlineSeconds"] == 600
     assert spec["ttlSecondsAfterFinished"] == 0
-    defaults = by_kind(render(mini(), CERT), "Job")["spec"]
+    defaults = by_kind(rendered(mini()), "Job")["spec"]
     assert defaults["backoffLimit"] == 100
     assert defaults["activeDeadlineSeconds"] == 31_500_000
     assert "ttlSecondsAfterFinished" not in defaults
 
 
-def test_pod_template_fields() -> None:
+def test_pod_template_fields(rendered: Rendered, by_kind: ByKind, job_pod: JobPod) -> None:
     mc = mini(
         shareProcessNamespace=True,
         pod={
@@ -318,7 +330,7 @@ def test_pod_template_fields() -> None:
             "tolerations": [{"key": "hpc", "operator": "Exists", "effect": "NoSchedule"}],
         },
     )
-    job = by_kind(render(mc, CERT), "Job")
+    job = by_kind(rendered(mc), "Job")
     assert job["spec"]["template"]["metadata"]["annotations"] == {
         "example.com/owner": "md",
         lbl.CURVE_PUBLIC_KEY_ANNOTATION: certificate_public_key(),
@@ -341,13 +353,13 @@ def test_pod_template_fields() -> None:
     assert pod["runtimeClassName"] == "kata"
     assert pod["overhead"] == {"cpu": 1}
     assert pod["tolerations"] == [{"key": "hpc", "effect": "NoSchedule", "operator": "Exists"}]
-    plain = job_pod(render(mini(), CERT))
+    plain = job_pod(rendered(mini()))
     assert plain["restartPolicy"] == "OnFailure"
     for absent in ("serviceAccountName", "schedulerName", "dnsPolicy", "runtimeClassName"):
         assert absent not in plain
 
 
-def test_the_whole_pod_security_context_is_applied() -> None:
+def test_the_whole_pod_security_context_is_applied(rendered: Rendered, job_pod: JobPod) -> None:
     context = {
         "fsGroup": 1000,
         "runAsUser": 1000,
@@ -355,12 +367,14 @@ def test_the_whole_pod_security_context_is_applied() -> None:
         "seccompProfile": {"type": "RuntimeDefault"},
         "supplementalGroups": [2000],
     }
-    pod = job_pod(render(mini(pod={"securityContext": context}), CERT))
+    pod = job_pod(rendered(mini(pod={"securityContext": context})))
     assert pod["securityContext"] == context
 
 
-def test_affinity_is_soft_and_can_be_disabled_but_node_affinity_stays() -> None:
-    affinity = job_pod(render(mini(pod={"nodeAffinity": {"pool": ["a", "b"]}}), CERT))["affinity"]
+def test_affinity_is_soft_and_can_be_disabled_but_node_affinity_stays(
+    rendered: Rendered, job_pod: JobPod
+) -> None:
+    affinity = job_pod(rendered(mini(pod={"nodeAffinity": {"pool": ["a", "b"]}})))["affinity"]
     for rule, topology in (
         ("podAffinity", "topology.kubernetes.io/zone"),
         ("podAntiAffinity", "kubernetes.io/hostname"),
@@ -376,11 +390,11 @@ def test_affinity_is_soft_and_can_be_disabled_but_node_affinity_stays() -> None:
         {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "b"]}]}
     ]
     off = mini(network={"disableAffinity": True}, pod={"nodeAffinity": {"pool": ["a"]}})
-    assert list(job_pod(render(off, CERT))["affinity"]) == ["nodeAffinity"]
-    assert "affinity" not in job_pod(render(mini(network={"disableAffinity": True}), CERT))
+    assert list(job_pod(rendered(off))["affinity"]) == ["nodeAffinity"]
+    assert "affinity" not in job_pod(rendered(mini(network={"disableAffinity": True})))
 
 
-def test_containers_init_flux_and_sidecars() -> None:
+def test_containers_init_flux_and_sidecars(rendered: Rendered, job_pod: JobPod) -> None:
     mc = mini(
         flux={"container": {"pullAlways": True, "workingDir": "/tmp"}},
         containers=[
@@ -398,7 +412,7 @@ def test_containers_init_flux_and_sidecars() -> None:
             {"name": "plain", "image": "nginx:1.27", "noWrapEntrypoint": True, "ports": [80]},
         ],
     )
-    pod = job_pod(render(mc, CERT))
+    pod = job_pod(rendered(mc))
     (init,) = pod["initContainers"]
     assert init["name"] == "flux-view"
     assert init["command"] == ["/bin/bash", "/flux_operator/flux-init.sh"]
@@ -437,8 +451,10 @@ def test_containers_init_flux_and_sidecars() -> None:
         assert mounts(container)[layout.SOFTWARE_VOLUME] == layout.SOFTWARE_DIR
 
 
-def test_entrypoint_volume_lists_every_key_with_executable_scripts() -> None:
-    objects = render(mini(), CERT)
+def test_entrypoint_volume_lists_every_key_with_executable_scripts(
+    rendered: Rendered, by_kind: ByKind, job_pod: JobPod
+) -> None:
+    objects = rendered(mini())
     data = by_kind(objects, "ConfigMap")["data"]
     volume = next(v for v in job_pod(objects)["volumes"] if v["name"] == "demo-entrypoint")
     items = volume["configMap"]["items"]
@@ -452,8 +468,10 @@ def test_entrypoint_volume_lists_every_key_with_executable_scripts() -> None:
 # --- services -------------------------------------------------------------------------------
 
 
-def test_headless_service_publishes_not_ready_addresses() -> None:
-    service = by_kind(render(mini(), CERT), "Service")
+def test_headless_service_publishes_not_ready_addresses(
+    rendered: Rendered, by_kind: ByKind
+) -> None:
+    service = by_kind(rendered(mini()), "Service")
     assert service["spec"] == {
         "clusterIP": "None",
         "publishNotReadyAddresses": True,
@@ -461,8 +479,10 @@ def test_headless_service_publishes_not_ready_addresses() -> None:
     }
 
 
-def test_minimal_service_stays_headless_and_selects_rank_zero() -> None:
-    objects = render(mini(flux={"minimalService": True}), CERT)
+def test_minimal_service_stays_headless_and_selects_rank_zero(
+    rendered: Rendered, by_kind: ByKind
+) -> None:
+    objects = rendered(mini(flux={"minimalService": True}))
     spec = by_kind(objects, "Service")["spec"]
     assert spec["clusterIP"] == "None"
     assert spec["publishNotReadyAddresses"] is True
@@ -472,11 +492,13 @@ def test_minimal_service_stays_headless_and_selects_rank_zero() -> None:
     ]
 
 
-def test_services_pod_stays_resolvable_with_a_minimal_service() -> None:
+def test_services_pod_stays_resolvable_with_a_minimal_service(
+    rendered: Rendered, by_kind: ByKind
+) -> None:
     services = [{"name": "db", "image": "redis:7.4.1"}]
-    normal = render(mini(services=services), CERT)
+    normal = rendered(mini(services=services))
     assert by_kind(normal, "Pod")["spec"]["subdomain"] == "demo"
-    minimal = render(mini(services=services, flux={"minimalService": True}), CERT)
+    minimal = rendered(mini(services=services, flux={"minimalService": True}))
     pod = by_kind(minimal, "Pod")
     own = by_kind(minimal, "Service", "demo-services")
     assert pod["spec"]["subdomain"] == "demo-services"
@@ -485,7 +507,7 @@ def test_services_pod_stays_resolvable_with_a_minimal_service() -> None:
     assert kubecheck.semantic_errors(minimal) == []
 
 
-def test_services_pod() -> None:
+def test_services_pod(rendered: Rendered, by_kind: ByKind) -> None:
     mc = mini(
         pod={"serviceAccountName": "flux", "annotations": {"example.com/a": "b"}},
         services=[
@@ -505,7 +527,7 @@ def test_services_pod() -> None:
             }
         ],
     )
-    pod = by_kind(render(mc, CERT), "Pod")
+    pod = by_kind(rendered(mc), "Pod")
     assert pod["metadata"]["name"] == "demo-services"
     assert pod["metadata"]["labels"][lbl.JOB_NAME_LABEL] == "demo"
     assert lbl.HPA_SELECTOR_LABEL not in pod["metadata"]["labels"]
@@ -522,14 +544,14 @@ def test_services_pod() -> None:
     assert "initContainers" not in spec
 
 
-def test_sidecar_port_service() -> None:
+def test_sidecar_port_service(rendered: Rendered) -> None:
     mc = mini(
         containers=[
             {"image": "ubuntu:24.04", "runFlux": True, "command": "echo hi", "ports": [8080]},
             {"name": "web", "image": "nginx:1.27", "ports": [80, 443]},
         ]
     )
-    services = [o for o in render(mc, CERT) if o["kind"] == "Service"]
+    services = [o for o in rendered(mc) if o["kind"] == "Service"]
     assert [s["metadata"]["name"] for s in services] == ["demo", "web"]  # none for Flux's ports
     web = services[1]["spec"]
     assert web["type"] == "ClusterIP"
@@ -540,8 +562,8 @@ def test_sidecar_port_service() -> None:
     ]
 
 
-def test_lead_service_selects_rank_zero() -> None:
-    mc = load_one(ROOT / "examples" / "bursting-root.yaml")
+def test_lead_service_selects_rank_zero(rendered: Rendered) -> None:
+    mc = plans.build(load_one(ROOT / "examples" / "bursting-root.yaml"))
     service = lead_service(
         mc, service_type="NodePort", port=30050, node_port=30050, annotations={"a.io/b": "c"}
     )
@@ -561,9 +583,10 @@ def test_lead_service_selects_rank_zero() -> None:
             "nodePort": 30050,
         }
     ]
-    objects = [*render(mc, CERT), service]
-    assert kubecheck.semantic_errors(objects) == []
-    assert lead_service(mc)["spec"]["type"] == "LoadBalancer"
+    *objects, default = rendered(mc)  # a root's objects end with its default lead Service
+    assert default == lead_service(mc)
+    assert default["spec"]["type"] == "LoadBalancer"
+    assert kubecheck.semantic_errors([*objects, service]) == []
     with pytest.raises(ValueError, match="service_type"):
         lead_service(mc, service_type="ClusterIP")  # type: ignore[arg-type]
 
@@ -571,9 +594,9 @@ def test_lead_service_selects_rank_zero() -> None:
 # --- volumes --------------------------------------------------------------------------------
 
 
-def test_configmap_volume_is_named_by_its_key() -> None:
+def test_configmap_volume_is_named_by_its_key(rendered: Rendered, job_pod: JobPod) -> None:
     volume = {"path": "/config", "configMapName": "inputs", "items": {"in.lj": "in.lammps"}}
-    pod = job_pod(render(mini(containers=[{"image": "u:1", "volumes": {"cfg": volume}}]), CERT))
+    pod = job_pod(rendered(mini(containers=[{"image": "u:1", "volumes": {"cfg": volume}}])))
     assert pod["volumes"][-1] == {
         "name": "cfg",
         "configMap": {"name": "inputs", "items": [{"key": "in.lj", "path": "in.lammps"}]},
@@ -581,7 +604,7 @@ def test_configmap_volume_is_named_by_its_key() -> None:
     assert mounts(pod["containers"][0])["cfg"] == "/config"
 
 
-def test_volumes_do_not_leak_into_later_containers() -> None:
+def test_volumes_do_not_leak_into_later_containers(rendered: Rendered, job_pod: JobPod) -> None:
     mc = mini(
         containers=[
             {
@@ -600,7 +623,7 @@ def test_volumes_do_not_leak_into_later_containers() -> None:
             },
         ]
     )
-    pod = job_pod(render(mc, CERT))
+    pod = job_pod(rendered(mc))
     first, flux, third = pod["containers"]
     assert mounts(first)["one"] == "/one"
     assert "two" not in mounts(first)
@@ -613,7 +636,7 @@ def test_volumes_do_not_leak_into_later_containers() -> None:
     assert names.count("two") == 1
 
 
-def test_every_volume_kind() -> None:
+def test_every_volume_kind(rendered: Rendered, job_pod: JobPod) -> None:
     volumes = {
         "csi": {
             "path": "/bucket",
@@ -628,7 +651,7 @@ def test_every_volume_kind() -> None:
         "claim": {"path": "/claim", "claimName": "claim", "readOnly": True},
         "tmp": {"path": "/tmp/fluxout"},
     }
-    pod = job_pod(render(mini(containers=[{"image": "u:1", "volumes": volumes}]), CERT))
+    pod = job_pod(rendered(mini(containers=[{"image": "u:1", "volumes": volumes}])))
     user = {v["name"]: {k: x for k, x in v.items() if k != "name"} for v in pod["volumes"][5:]}
     assert user == {
         "csi": {
@@ -655,8 +678,8 @@ def test_every_volume_kind() -> None:
     assert "readOnly" not in got["data"]
 
 
-def test_system_volumes() -> None:
-    volumes = job_pod(render(mini(), CERT))["volumes"]
+def test_system_volumes(rendered: Rendered, job_pod: JobPod) -> None:
+    volumes = job_pod(rendered(mini()))["volumes"]
     assert [v["name"] for v in volumes] == [
         layout.SOFTWARE_VOLUME,
         layout.HOME_VOLUME,
@@ -670,19 +693,23 @@ def test_system_volumes() -> None:
 # --- the checker can fail -------------------------------------------------------------------
 
 
-def _good() -> list[dict[str, Any]]:
-    return render(mini(), CERT)
+@pytest.fixture
+def good(rendered: Rendered) -> list[dict[str, Any]]:
+    """A valid MiniCluster's objects, for a test to break one of them."""
+    return rendered(mini())
 
 
-def test_kubecheck_refuses_a_job_that_restarts_always() -> None:
-    objects = _good()
+def test_kubecheck_refuses_a_job_that_restarts_always(
+    job_pod: JobPod, good: list[dict[str, Any]]
+) -> None:
+    objects = good
     job_pod(objects)["restartPolicy"] = "Always"
     errors = kubecheck.semantic_errors(objects)
     assert any("restartPolicy OnFailure or Never" in e for e in errors), errors
 
 
-def test_kubecheck_refuses_a_bad_name() -> None:
-    objects = _good()
+def test_kubecheck_refuses_a_bad_name(by_kind: ByKind, good: list[dict[str, Any]]) -> None:
+    objects = good
     by_kind(objects, "ConfigMap")["metadata"]["name"] = "Bad_Name"
     errors = kubecheck.semantic_errors(objects)
     assert any(
@@ -693,8 +720,10 @@ def test_kubecheck_refuses_a_bad_name() -> None:
     assert any("DNS-1035" in e for e in kubecheck.semantic_errors(objects))
 
 
-def test_kubecheck_refuses_a_selector_that_matches_nothing() -> None:
-    objects = _good()
+def test_kubecheck_refuses_a_selector_that_matches_nothing(
+    by_kind: ByKind, good: list[dict[str, Any]]
+) -> None:
+    objects = good
     by_kind(objects, "Service")["spec"]["selector"] = {lbl.JOB_NAME_LABEL: "other"}
     errors = kubecheck.semantic_errors(objects)
     assert any("selects no pod of this set" in e for e in errors), errors
@@ -703,8 +732,8 @@ def test_kubecheck_refuses_a_selector_that_matches_nothing() -> None:
     assert any("no headless Service named 'demo'" in e for e in kubecheck.semantic_errors(objects))
 
 
-def test_kubecheck_completion_index_must_exist() -> None:
-    objects = _good()
+def test_kubecheck_completion_index_must_exist(by_kind: ByKind, good: list[dict[str, Any]]) -> None:
+    objects = good
     by_kind(objects, "Service")["spec"]["selector"] = {
         lbl.JOB_NAME_LABEL: "demo",
         lbl.COMPLETION_INDEX_LABEL: "1",  # size 1: only index 0 exists
@@ -742,15 +771,17 @@ def test_kubecheck_completion_index_must_exist() -> None:
         (lambda p: p.update(overhead={"cpu": 1}), "runtimeClassName"),
     ],
 )
-def test_kubecheck_pod_rules(mutate: Any, message: str) -> None:
-    objects = _good()
+def test_kubecheck_pod_rules(
+    mutate: Any, message: str, job_pod: JobPod, good: list[dict[str, Any]]
+) -> None:
+    objects = good
     mutate(job_pod(objects))
     errors = kubecheck.semantic_errors(objects)
     assert any(message in e for e in errors), errors
 
 
-def test_kubecheck_job_and_service_rules() -> None:
-    objects = _good()
+def test_kubecheck_job_and_service_rules(by_kind: ByKind, good: list[dict[str, Any]]) -> None:
+    objects = good
     job = by_kind(objects, "Job")
     del job["spec"]["completions"]
     assert any("completions: required" in e for e in kubecheck.semantic_errors(objects))
@@ -767,8 +798,10 @@ def test_kubecheck_job_and_service_rules() -> None:
     assert "protocol" in errors
 
 
-def test_kubecheck_schema_errors_catch_typos_and_types() -> None:
-    job = by_kind(_good(), "Job")
+def test_kubecheck_schema_errors_catch_typos_and_types(
+    by_kind: ByKind, good: list[dict[str, Any]]
+) -> None:
+    job = by_kind(good, "Job")
     job["spec"]["parallelizm"] = 1
     job["spec"]["completions"] = "two"
     errors = kubecheck.schema_errors(job, "1.29")

@@ -46,6 +46,7 @@ from pulumi_policy.proxy import (  # noqa: E402
 )
 
 from flux_minicluster.core import labels as lbl  # noqa: E402
+from flux_minicluster.core import layout  # noqa: E402
 from flux_minicluster.core.errors import SpecError  # noqa: E402
 from flux_minicluster.policy import checker  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
@@ -124,8 +125,8 @@ def entrypoint(
         "data": {
             "flux-init.sh": "#!/bin/bash\nset -euo pipefail\n",
             "wait-0.sh": "#!/bin/bash\nexec flux start\n",
-            lbl.BROKER_TOML_KEY: broker_toml(name, ns, hosts_toml),
-            lbl.HOSTLIST_KEY: hostlist or f"{name}-[0-3]",
+            layout.BROKER_TOML: broker_toml(name, ns, hosts_toml),
+            layout.HOSTLIST: hostlist or f"{name}-[0-3]",
         },
     }
 
@@ -140,7 +141,7 @@ def curve_secret(
         "metadata": metadata(
             f"{name}-curve", name, ns, burst, {lbl.CURVE_PUBLIC_KEY_ANNOTATION: key}
         ),
-        "stringData": {lbl.CURVE_CERT_KEY: CERT.replace(PUBLIC_KEY, key)},
+        "stringData": {layout.CURVE_FILE: CERT.replace(PUBLIC_KEY, key)},
     }
 
 
@@ -315,7 +316,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
         "curve-cert-in-secret",
         "cert in a ConfigMap",
         GOOD,
-        changed(GOOD, 0, lambda m: m["data"].update({lbl.CURVE_CERT_KEY: CERT})),
+        changed(GOOD, 0, lambda m: m["data"].update({layout.CURVE_FILE: CERT})),
     ),
     (
         "curve-cert-in-secret",
@@ -451,8 +452,8 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             0,
             lambda m: m["data"].update(
                 {
-                    lbl.BROKER_TOML_KEY: broker_toml(hosts='[ { host = "flux-sample-[0-2]" } ]'),
-                    lbl.HOSTLIST_KEY: "flux-sample-[0-2]",
+                    layout.BROKER_TOML: broker_toml(hosts='[ { host = "flux-sample-[0-2]" } ]'),
+                    layout.HOSTLIST: "flux-sample-[0-2]",
                 }
             ),
         ),
@@ -472,7 +473,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
         changed(
             GOOD,
             0,
-            lambda m: m["data"].update({lbl.BROKER_TOML_KEY: broker_toml()[:-3]}),
+            lambda m: m["data"].update({layout.BROKER_TOML: broker_toml()[:-3]}),
         ),
     ),
     (
@@ -483,7 +484,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             GOOD,
             0,
             lambda m: m["data"].update(
-                {lbl.BROKER_TOML_KEY: broker_toml().replace(".flux-sample.ns.", ".other.ns.")}
+                {layout.BROKER_TOML: broker_toml().replace(".flux-sample.ns.", ".other.ns.")}
             ),
         ),
     ),
@@ -508,7 +509,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             burst_group(),
             4,
             lambda m: m["data"].update(
-                {lbl.HOSTLIST_KEY: f"{LEAD_ADDRESS},burst-0-[0-3],flux-sample-[1-3]"}
+                {layout.HOSTLIST: f"{LEAD_ADDRESS},burst-0-[0-3],flux-sample-[1-3]"}
             ),
         ),
     ),
@@ -520,7 +521,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             burst_group(),
             4,
             lambda m: m["data"].update(
-                {lbl.HOSTLIST_KEY: f"{LEAD_ADDRESS},flux-sample-[1-3],burst-0-[0-4]"}
+                {layout.HOSTLIST: f"{LEAD_ADDRESS},flux-sample-[1-3],burst-0-[0-4]"}
             ),
         ),
     ),
@@ -528,7 +529,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
         "hostlist-covers-max-size",
         "hostlist file disagrees with broker.toml",
         GOOD,
-        changed(GOOD, 0, lambda m: m["data"].update({lbl.HOSTLIST_KEY: "flux-sample-[0-4]"})),
+        changed(GOOD, 0, lambda m: m["data"].update({layout.HOSTLIST: "flux-sample-[0-4]"})),
     ),
     (
         "hostlist-covers-max-size",
@@ -539,8 +540,8 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             0,
             lambda m: m["data"].update(
                 {
-                    lbl.BROKER_TOML_KEY: broker_toml(hosts='[ { host = "flux-sample-[0-3,0]" } ]'),
-                    lbl.HOSTLIST_KEY: "flux-sample-[0-3,0]",
+                    layout.BROKER_TOML: broker_toml(hosts='[ { host = "flux-sample-[0-3,0]" } ]'),
+                    layout.HOSTLIST: "flux-sample-[0-3,0]",
                 }
             ),
         ),
@@ -554,10 +555,10 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             0,
             lambda m: m["data"].update(
                 {
-                    lbl.BROKER_TOML_KEY: broker_toml(
+                    layout.BROKER_TOML: broker_toml(
                         hosts='[ { host = "login-0" }, { host = "flux-sample-[0-3]" } ]'
                     ),
-                    lbl.HOSTLIST_KEY: "login-0,flux-sample-[0-3]",
+                    layout.HOSTLIST: "login-0,flux-sample-[0-3]",
                 }
             ),
         ),
@@ -593,7 +594,7 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
             burst_group(),
             5,
             lambda m: m["stringData"].update(
-                {lbl.CURVE_CERT_KEY: CERT.replace(PUBLIC_KEY, OTHER_KEY)}
+                {layout.CURVE_FILE: CERT.replace(PUBLIC_KEY, OTHER_KEY)}
             ),
         ),
     ),
@@ -775,7 +776,7 @@ def test_crossguard_agrees_with_checker(
 def test_crossguard_unwraps_secrets() -> None:
     leaked = entrypoint()
     props = _props(leaked)
-    props["data"] = {lbl.CURVE_CERT_KEY: Secret(CERT)}
+    props["data"] = {layout.CURVE_FILE: Secret(CERT)}
     args = ResourceValidationArgs(_TYPES["ConfigMap"], props, _urn(leaked), "cm", _opts(), None)
     reported = _run(minicluster_policies.POLICIES["curve-cert-in-secret"], args)
     assert len(reported) == 1
@@ -796,7 +797,7 @@ def test_crossguard_defers_verdicts_on_unknown_values() -> None:
     # A stack policy that reads an unknown value is deferred as a whole; one that does not, runs.
     objs = burst_group(child_key=OTHER_KEY)
     objs[1]["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION] = UNKNOWN_STRING_VALUE
-    objs[1]["stringData"][lbl.CURVE_CERT_KEY] = UNKNOWN_STRING_VALUE
+    objs[1]["stringData"][layout.CURVE_FILE] = UNKNOWN_STRING_VALUE
     with pytest.raises(UnknownValueError) as err:
         crossguard("burst-group-consistent", objs)
     assert "can't be known during preview" in err.value.message
@@ -913,7 +914,7 @@ def test_load_config_json_and_yaml(tmp_path: Path) -> None:
 
 def bad_set() -> list[Manifest]:
     objs = minicluster(image="ubuntu:latest")
-    objs[0]["data"][lbl.CURVE_CERT_KEY] = CERT
+    objs[0]["data"][layout.CURVE_FILE] = CERT
     container(objs)["securityContext"] = {"privileged": True}
     return objs
 

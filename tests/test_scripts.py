@@ -11,25 +11,23 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scriptharness import Sandbox
 
-from flux_minicluster.core.definition import MiniClusterDefinition, load_one, parse
-from flux_minicluster.core.render import layout
+from flux_minicluster.core import layout
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.loading import load_one
+from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import CUSTOM_SCRIPT, entrypoint_data
 
 NAME = "flux-sample"
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
-CERT = """metadata
-    name = "flux-cert-generator"
-curve
-    public-key = "}D{Y3<amLLl*TIt>@b*umPD-nBr#I}[PnV!lZBkW"
-    secret-key = "5khD%TixeW<j<6ssPNG>s<nY1E}5)fyk@TI)g8Xu"
-"""
+CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text()
 HOSTILE = 'it\'s "quoted" $(touch pwned) `touch pwned2` ${HOME} \\ ; touch pwned3\nline two'
 
 
@@ -37,10 +35,7 @@ def app(**fields: Any) -> dict[str, Any]:
     return {"image": "ubuntu:noble", **fields}
 
 
-def build(
-    spec: dict[str, Any], name: str = NAME, namespace: str = "default"
-) -> MiniClusterDefinition:
-    return parse(spec, name=name, namespace=namespace)
+Build = Callable[..., MiniClusterPlan]
 
 
 # Specs covering every branch of the templates; each one's scripts must be clean.
@@ -279,18 +274,18 @@ def _lint(data: dict[str, str], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(SPECS))
-def test_scripts_pass_bash_and_shellcheck(case: str, tmp_path: Path) -> None:
+def test_scripts_pass_bash_and_shellcheck(case: str, tmp_path: Path, build: Build) -> None:
     name, spec = SPECS[case]
     _lint(entrypoint_data(build(spec, name=name)), tmp_path)
 
 
 @pytest.mark.parametrize("path", _compat_files())
 def test_compat_corpus_scripts_pass_bash_and_shellcheck(path: Path, tmp_path: Path) -> None:
-    _lint(entrypoint_data(load_one(path)), tmp_path)
+    _lint(entrypoint_data(plans.build(load_one(path))), tmp_path)
 
 
 @pytest.mark.parametrize("case", sorted(SPECS))
-def test_same_spec_same_bytes(case: str) -> None:
+def test_same_spec_same_bytes(case: str, build: Build) -> None:
     name, spec = SPECS[case]
     first = entrypoint_data(build(spec, name=name))
     second = entrypoint_data(build(json.loads(json.dumps(spec)), name=name))
@@ -298,13 +293,13 @@ def test_same_spec_same_bytes(case: str) -> None:
     assert list(first) == sorted(first)
 
 
-def test_mapping_order_does_not_change_the_bytes() -> None:
+def test_mapping_order_does_not_change_the_bytes(build: Build) -> None:
     one = {"size": 1, "flux": {"environment": {"A": "1", "B": "2"}}, "containers": [app()]}
     two = {"size": 1, "flux": {"environment": {"B": "2", "A": "1"}}, "containers": [app()]}
     assert entrypoint_data(build(one)) == entrypoint_data(build(two))
 
 
-def test_keys_follow_the_containers() -> None:
+def test_keys_follow_the_containers(build: Build) -> None:
     data = entrypoint_data(build(SPECS["sidecars"][1]))
     # Container 0 runs Flux, 1 and 3 are wrapped sidecars, 2 keeps its image's entrypoint.
     assert list(data) == [
@@ -318,25 +313,25 @@ def test_keys_follow_the_containers() -> None:
     assert data["hostlist"] == "flux-sample-[0-1]\n"
 
 
-def test_flux_container_index_names_the_wait_script() -> None:
+def test_flux_container_index_names_the_wait_script(build: Build) -> None:
     spec = {"containers": [app(name="side", command="x"), app(runFlux=True, command="y")]}
     assert "wait-1.sh" in entrypoint_data(build(spec))
     assert "start-0.sh" in entrypoint_data(build(spec))
 
 
-def test_certificate_is_never_printed() -> None:
+def test_certificate_is_never_printed(build: Build) -> None:
     data = entrypoint_data(build(SPECS["broker-config"][1]))
     for key, text in _scripts(data).items():
         assert "cat /mnt/curve" not in text, key
         assert "secret-key" not in text, key
 
 
-def test_user_content_never_feeds_the_init_script() -> None:
+def test_user_content_never_feeds_the_init_script(build: Build) -> None:
     data = entrypoint_data(build(SPECS["hostile"][1]))
     assert "touch pwned" not in data["flux-init.sh"]
 
 
-def test_heredoc_delimiter_avoids_the_body() -> None:
+def test_heredoc_delimiter_avoids_the_body(build: Build) -> None:
     text = entrypoint_data(build(SPECS["script"][1]))["wait-0.sh"]
     # The script contains a line "FLUX_CUSTOM_SCRIPT", so another delimiter is chosen.
     assert "<<'FLUX_CUSTOM_SCRIPT_1'" in text
@@ -345,8 +340,17 @@ def test_heredoc_delimiter_avoids_the_body() -> None:
 # --- behaviour: the wait script -----------------------------------------------------------
 
 
-def sandbox(tmp_path: Path, spec: dict[str, Any], name: str = NAME) -> Sandbox:
-    return Sandbox(tmp_path, build(spec, name=name)).prepared()
+MakeSandbox = Callable[..., Sandbox]
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, build: Build) -> MakeSandbox:
+    """``sandbox(spec, name=)``: the pod of ``spec``'s rank 0, prepared by its init script."""
+
+    def make(spec: dict[str, Any], name: str = NAME, where: str = "") -> Sandbox:
+        return Sandbox(tmp_path / where, build(spec, name=name)).prepared()
+
+    return make
 
 
 def options(
@@ -391,10 +395,10 @@ def socket_uri(box: Sandbox) -> str:
         (1, 1, ["-N", "1", "-n", "1"]),
     ],
 )
-def test_rank0_submit_mode(tmp_path: Path, size: int, tasks: int, flags: list[str]) -> None:
-    box = sandbox(
-        tmp_path, {"size": size, "tasks": tasks, "containers": [app(command="echo hello world")]}
-    )
+def test_rank0_submit_mode(
+    tmp_path: Path, size: int, tasks: int, flags: list[str], sandbox: MakeSandbox
+) -> None:
+    box = sandbox({"size": size, "tasks": tasks, "containers": [app(command="echo hello world")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-0")
     assert result.returncode == 0, result.stderr
     expected = [
@@ -409,8 +413,8 @@ def test_rank0_submit_mode(tmp_path: Path, size: int, tasks: int, flags: list[st
     assert (box.mount / "config/etc/flux/system/R").read_text().startswith('{"version": 1')
 
 
-def test_worker_joins_without_a_command(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, {"size": 4, "containers": [app(command="echo hello world")]})
+def test_worker_joins_without_a_command(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox({"size": 4, "containers": [app(command="echo hello world")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-1")
     assert result.returncode == 0, result.stderr
     assert box.broker_calls() == [
@@ -419,8 +423,8 @@ def test_worker_joins_without_a_command(tmp_path: Path) -> None:
     assert box.sleeps() == []  # no fixed sleep before or after a worker's start
 
 
-def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["everything"][1])
+def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["everything"][1])
     rank0 = box.run("wait-0.sh", hostname=f"{NAME}-0")
     assert rank0.returncode == 0, rank0.stderr
     time_bin = str(tmp_path / "usr/bin/time")
@@ -450,14 +454,14 @@ def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path) -> None:
     assert markers(worker.stdout) == ["init", "pre", "worker-pre", "post"]
 
 
-def test_min_size_sets_the_quorum(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, {"size": 4, "minSize": 3, "containers": [app(command="true")]})
+def test_min_size_sets_the_quorum(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox({"size": 4, "minSize": 3, "containers": [app(command="true")]})
     box.run("wait-0.sh", hostname=f"{NAME}-0")
     assert "-Sbroker.quorum=3" in box.broker_calls()[0]
 
 
-def test_batch_mode_writes_and_runs_the_batch_script(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["quiet-batch"][1])
+def test_batch_mode_writes_and_runs_the_batch_script(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["quiet-batch"][1])
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", run_program=True)
     assert result.returncode == 0, result.stderr
     # tasks defaults to 1, fewer than the 2 nodes: -n alone.
@@ -482,16 +486,18 @@ def test_batch_mode_writes_and_runs_the_batch_script(tmp_path: Path) -> None:
     assert "pre" not in result.stdout
 
 
-def test_batch_raw_keeps_the_lines(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["batch-raw"][1])
+def test_batch_raw_keeps_the_lines(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["batch-raw"][1])
     assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
     assert (box.work / "flux-job.batch").read_text() == (
         "#!/bin/bash\n#FLUX: -N 2\nflux run -N 2 hostname\n"
     )
 
 
-def test_launcher_mode_runs_the_command_as_initial_program(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["launcher"][1])
+def test_launcher_mode_runs_the_command_as_initial_program(
+    tmp_path: Path, sandbox: MakeSandbox
+) -> None:
+    box = sandbox(SPECS["launcher"][1])
     assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
     assert box.broker_calls() == [
         [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s"),
@@ -500,8 +506,10 @@ def test_launcher_mode_runs_the_command_as_initial_program(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("case", ["interactive", "persistent"])
-def test_interactive_and_persistent_rank0_runs_a_bare_broker(tmp_path: Path, case: str) -> None:
-    box = sandbox(tmp_path, SPECS[case][1])
+def test_interactive_and_persistent_rank0_runs_a_bare_broker(
+    tmp_path: Path, case: str, sandbox: MakeSandbox
+) -> None:
+    box = sandbox(SPECS[case][1])
     assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
     opts = options(box, "-Sbroker.rc2_none", socket_uri(box), "-Stbon.connect_timeout=5s")
     assert box.broker_calls() == [
@@ -509,23 +517,25 @@ def test_interactive_and_persistent_rank0_runs_a_bare_broker(tmp_path: Path, cas
     ]
 
 
-def test_persistent_with_wrap_uses_flux_start(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["persistent-wrap-quiet"][1])
+def test_persistent_with_wrap_uses_flux_start(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["persistent-wrap-quiet"][1])
     assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
     opts = options(box, "-Sbroker.rc2_none", socket_uri(box), "-Stbon.connect_timeout=5s", level=0)
     assert box.broker_calls() == [["start", "--wrap=valgrind", *start(box)[1:], *opts]]
 
 
-def test_worker_retries_a_failed_start_with_a_capped_backoff(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, {"size": 2, "containers": [app(command="true")]})
+def test_worker_retries_a_failed_start_with_a_capped_backoff(
+    tmp_path: Path, sandbox: MakeSandbox
+) -> None:
+    box = sandbox({"size": 2, "containers": [app(command="true")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-1", failures=6)
     assert result.returncode == 0, result.stderr
     assert len(box.broker_calls()) == 7
     assert box.sleeps() == ["1", "2", "4", "8", "8", "8"]
 
 
-def test_complete_workers_makes_one_attempt(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["disable-view-simple"][1])
+def test_complete_workers_makes_one_attempt(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["disable-view-simple"][1])
     result = box.run("wait-0.sh", hostname=f"{NAME}-2", failures=1, fail_rc=3)
     assert result.returncode == 0  # not strict: the pod completes
     # disableSocket and an empty connectTimeout drop their options.
@@ -533,18 +543,18 @@ def test_complete_workers_makes_one_attempt(tmp_path: Path) -> None:
     assert box.sleeps() == []
 
 
-def test_strict_mode_reports_the_failure(tmp_path: Path) -> None:
+def test_strict_mode_reports_the_failure(tmp_path: Path, sandbox: MakeSandbox) -> None:
     spec = {"size": 2, "logging": {"strict": True}, "containers": [app(command="false")]}
-    box = sandbox(tmp_path, spec)
+    box = sandbox(spec)
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=5)
     assert result.returncode == 5
-    relaxed = sandbox(tmp_path / "relaxed", {"size": 2, "containers": [app(command="false")]})
+    relaxed = sandbox({"size": 2, "containers": [app(command="false")]}, where="relaxed")
     assert relaxed.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=5).returncode == 0
 
 
-def test_bursted_child_has_no_rank0(tmp_path: Path) -> None:
+def test_bursted_child_has_no_rank0(tmp_path: Path, sandbox: MakeSandbox) -> None:
     name, spec = SPECS["burst-child"]
-    box = sandbox(tmp_path, spec, name=name)
+    box = sandbox(spec, name=name)
     # Its index-0 pod is not the instance's rank 0: it joins like every other broker.
     result = box.run("wait-0.sh", hostname="child-0")
     assert result.returncode == 0, result.stderr
@@ -557,8 +567,8 @@ def test_bursted_child_has_no_rank0(tmp_path: Path) -> None:
     )
 
 
-def test_certificate_copy_is_private_and_silent(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, {"size": 2, "containers": [app(command="true")]})
+def test_certificate_copy_is_private_and_silent(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox({"size": 2, "containers": [app(command="true")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-0")
     copy = box.mount / "config/curve/curve.cert"
     assert copy.read_text() == box.cert_text
@@ -566,17 +576,17 @@ def test_certificate_copy_is_private_and_silent(tmp_path: Path) -> None:
     assert "secret-key" not in result.stdout + result.stderr
 
 
-def test_broker_config_paths_are_honoured(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["broker-config"][1])
+def test_broker_config_paths_are_honoured(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["broker-config"][1])
     assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
     assert (box.mount / "view/curve/curve.cert").read_text() == box.cert_text
     assert (box.mount / "view/etc/flux/system/R").is_file()
     assert ["R", "encode", f"--hosts={NAME}-0,{NAME}-1", "--local"] in box.flux_calls()
 
 
-def test_archive_is_restored_only_when_present(tmp_path: Path) -> None:
+def test_archive_is_restored_only_when_present(tmp_path: Path, sandbox: MakeSandbox) -> None:
     spec = {"size": 1, "archive": {"path": "/tmp/archive.sqlite"}, "containers": [app(command="x")]}
-    box = sandbox(tmp_path, spec)
+    box = sandbox(spec)
     box.run("wait-0.sh", hostname=f"{NAME}-0")
     assert not any(a.startswith("-Scontent.restore") for a in box.broker_calls()[0])
     (tmp_path / "tmp/archive.sqlite").write_text("dump")
@@ -586,16 +596,16 @@ def test_archive_is_restored_only_when_present(tmp_path: Path) -> None:
     assert f"-Scontent.restore={tmp_path}/tmp/archive.sqlite" in box.broker_calls()[0]
 
 
-def test_custom_script_becomes_the_command(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["script"][1])
+def test_custom_script_becomes_the_command(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["script"][1])
     assert box.run("wait-0.sh", hostname=f"{NAME}-0").returncode == 0
     written = tmp_path / CUSTOM_SCRIPT.lstrip("/")
     assert written.read_text() == "#!/bin/bash\necho \"$HOME\" 'single'\nFLUX_CUSTOM_SCRIPT\n"
     assert box.broker_calls()[0][-4:] == ["--quiet", "--watch", "/bin/bash", str(written)]
 
 
-def test_view_is_set_up_for_the_application(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, {"size": 1, "containers": [app(command="x")]})
+def test_view_is_set_up_for_the_application(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox({"size": 1, "containers": [app(command="x")]})
     probe = 'printf "%s\\n" "$PATH" "$PYTHONPATH"'
     text = box.data["wait-0.sh"].replace("\nrc=0\n", f"\n{probe}\nexit 0\n", 1)
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", text=text)
@@ -609,8 +619,10 @@ def test_view_is_set_up_for_the_application(tmp_path: Path) -> None:
         assert (box.mount / helper).is_file()
 
 
-def test_hostile_values_are_exported_exactly_and_never_run(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["hostile"][1])
+def test_hostile_values_are_exported_exactly_and_never_run(
+    tmp_path: Path, sandbox: MakeSandbox
+) -> None:
+    box = sandbox(SPECS["hostile"][1])
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", run_program=False)
     assert result.returncode == 0, result.stderr
     view = box.mount / "flux-view.sh"
@@ -629,7 +641,7 @@ def test_hostile_values_are_exported_exactly_and_never_run(tmp_path: Path) -> No
     assert list(tmp_path.rglob("pwned*")) == []
 
 
-def test_hostile_mount_path_stays_one_word(tmp_path: Path) -> None:
+def test_hostile_mount_path_stays_one_word(tmp_path: Path, build: Build) -> None:
     mount = f"{tmp_path}/mnt/fl'ux $(touch pwned) `touch pwned2`"
     spec = {
         "size": 2,
@@ -649,7 +661,7 @@ def test_hostile_mount_path_stays_one_word(tmp_path: Path) -> None:
 # --- behaviour: the init and sidecar scripts ----------------------------------------------
 
 
-def test_init_script_lays_out_the_view(tmp_path: Path) -> None:
+def test_init_script_lays_out_the_view(tmp_path: Path, build: Build) -> None:
     box = Sandbox(tmp_path, build({"size": 4, "containers": [app(command="x")]}))
     box.image_view()
     result = box.run(layout.INIT_SCRIPT, hostname=f"{NAME}-0")
@@ -664,7 +676,7 @@ def test_init_script_lays_out_the_view(tmp_path: Path) -> None:
     assert "secret-key" not in result.stdout + result.stderr
 
 
-def test_init_script_fails_without_a_view(tmp_path: Path) -> None:
+def test_init_script_fails_without_a_view(tmp_path: Path, build: Build) -> None:
     box = Sandbox(tmp_path, build({"size": 1, "containers": [app(command="x")]}))
     result = box.run(layout.INIT_SCRIPT, hostname=f"{NAME}-0")
     assert result.returncode != 0
@@ -672,7 +684,7 @@ def test_init_script_fails_without_a_view(tmp_path: Path) -> None:
     assert not (box.mount / "flux-operator-done.txt").exists()
 
 
-def test_wait_script_refuses_to_start_without_the_view(tmp_path: Path) -> None:
+def test_wait_script_refuses_to_start_without_the_view(tmp_path: Path, build: Build) -> None:
     box = Sandbox(tmp_path, build({"size": 1, "containers": [app(command="x")]}))
     result = box.run("wait-0.sh", hostname=f"{NAME}-0")
     assert result.returncode == 1
@@ -680,8 +692,8 @@ def test_wait_script_refuses_to_start_without_the_view(tmp_path: Path) -> None:
     assert box.broker_calls() == []
 
 
-def test_sidecar_waits_for_the_socket_then_runs(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["sidecars"][1])
+def test_sidecar_waits_for_the_socket_then_runs(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["sidecars"][1])
     sock = box.broker_socket()
     try:
         result = box.run("start-1.sh", hostname=f"{NAME}-0")
@@ -695,16 +707,16 @@ def test_sidecar_waits_for_the_socket_then_runs(tmp_path: Path) -> None:
     assert box.sleeps() == ["1"]  # the command's own `sleep 1`; the socket was already there
 
 
-def test_sidecar_gives_up_waiting_after_a_bound(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["sidecars"][1])
+def test_sidecar_gives_up_waiting_after_a_bound(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["sidecars"][1])
     result = box.run("start-1.sh", hostname=f"{NAME}-0")
     assert result.returncode == 1
     assert "no broker socket" in result.stderr
     assert len(box.sleeps()) == 600
 
 
-def test_sidecar_script_runs_when_there_is_no_command(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["sidecars"][1])
+def test_sidecar_script_runs_when_there_is_no_command(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["sidecars"][1])
     sock = box.broker_socket()
     try:
         result = box.run("start-3.sh", hostname=f"{NAME}-1")
@@ -714,8 +726,8 @@ def test_sidecar_script_runs_when_there_is_no_command(tmp_path: Path) -> None:
     assert result.stdout.split() == ["from-script"]
 
 
-def test_sidecar_without_socket_wait(tmp_path: Path) -> None:
-    box = sandbox(tmp_path, SPECS["sidecar-no-wait"][1])
+def test_sidecar_without_socket_wait(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["sidecar-no-wait"][1])
     text = box.data["start-1.sh"].replace("nginx", "echo up $fluxsocket")
     result = box.run("start-1.sh", hostname=f"{NAME}-0", text=text)
     assert result.returncode == 0, result.stderr

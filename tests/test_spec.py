@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.core.definition import load_file, load_text, parse
+from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import load_file, load_text, parse
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
 
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
@@ -42,9 +43,9 @@ def base() -> dict[str, Any]:
 
 
 def test_defaults_are_the_operators() -> None:
-    mc = parse(base())
+    mc = plans.build(parse(base()))
     s = mc.spec
-    assert (s.max_size, s.tasks, s.deadline_seconds, s.effective_backoff_limit) == (
+    assert (s.max_size, s.tasks, s.deadline_seconds, mc.backoff_limit) == (
         2,
         1,
         31_500_000,
@@ -58,8 +59,8 @@ def test_defaults_are_the_operators() -> None:
         "fcfs",
     )
     assert s.containers[0].run_flux, "a single container runs Flux"
-    assert mc.headless_name == "flux-sample"
-    assert mc.lead_fqdn == "flux-sample-0.flux-sample.hpc.svc.cluster.local"
+    assert mc.names.headless_service == "flux-sample"
+    assert mc.names.lead_fqdn == "flux-sample-0.flux-sample.hpc.svc.cluster.local"
 
 
 def test_bare_spec_and_arguments_give_name_and_namespace() -> None:
@@ -79,14 +80,14 @@ def test_bursting_cluster_defaults_are_really_applied() -> None:
 
 def test_quorum_follows_min_size_then_elastic_size() -> None:
     doc = base()
-    assert parse(doc).spec.quorum is None
+    assert plans.build(parse(doc)).quorum is None
     root = copy.deepcopy(doc)
     root["spec"]["flux"] = {"bursting": {"clusters": [{"name": "burst"}]}}
-    assert parse(root).spec.quorum == 2, "a bursting root does not wait for its bursts"
+    assert plans.build(parse(root)).quorum == 2, "a bursting root does not wait for its bursts"
     doc["spec"]["maxSize"] = 4
-    assert parse(doc).spec.quorum == 2
+    assert plans.build(parse(doc)).quorum == 2
     doc["spec"]["minSize"] = 1
-    assert parse(doc).spec.quorum == 1
+    assert plans.build(parse(doc)).quorum == 1
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:

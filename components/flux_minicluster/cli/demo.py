@@ -8,7 +8,9 @@ plainly that nothing was deployed.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from flux_minicluster.deploy import stackrender
 
@@ -19,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     renderings = [stackrender.render_stack(stack, out, quiet=True) for stack in DEMO_STACKS]
     rows = [r.summary_row() for r in renderings]
-    problems = [p for r in renderings for p in r.schema_problems()]
+    problems = [p for r in renderings for p in schema_problems(r.stack, r.objects)]
     print(
         f"Rendered {len(DEMO_STACKS)} stacks offline into {out}/ (Pulumi mocks, the real program; "
         "nothing was deployed)."
@@ -41,6 +43,22 @@ def run(args: argparse.Namespace) -> int:
         "`pulumi up -s local`, or apply a folder with `kubectl apply -f rendered/local`."
     )
     return 0
+
+
+def schema_problems(
+    stack: str, objects: list[dict[str, Any]], versions: Iterable[str] = ("1.29", "1.34")
+) -> list[str]:
+    """Strict schema and API-server problems of every object (empty when all is well)."""
+    from flux_minicluster.policy import kubecheck
+
+    problems = [
+        f"{stack}: {obj['kind']}/{obj['metadata']['name']} (k8s {v}): {err}"
+        for obj in objects
+        for v in versions
+        for err in kubecheck.schema_errors(obj, v)
+    ]
+    problems += [f"{stack}: {err}" for err in kubecheck.semantic_errors(objects)]
+    return problems
 
 
 def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:

@@ -19,13 +19,14 @@ EXIT_INVALID = 2
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from flux_minicluster.core.definition import load_file
+    from flux_minicluster.core import plan
+    from flux_minicluster.core.loading import load_file
 
     status = EXIT_OK
     for path in args.files:
         try:
             for mc in load_file(path, namespace=args.namespace):
-                print(f"{path}: ok {mc.summary()}")
+                print(f"{path}: ok {plan.build(mc).summary()}")
         except SpecError as err:
             _print_problems(err)
             status = EXIT_INVALID

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core import certificate
-from flux_minicluster.core.definition import load_one
+from flux_minicluster.core import certificate, plan
 from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.loading import load_one
 from flux_minicluster.core.render.manifests import render, to_yaml
 
 EXIT_OK = 0
@@ -37,18 +37,18 @@ def run(args: argparse.Namespace) -> int:
         print("minicluster render: give a MiniCluster FILE (or --stack STACK)", file=sys.stderr)
         return EXIT_USAGE
 
-    mc = load_one(args.file, namespace=args.namespace)
+    mc = plan.build(load_one(args.file, namespace=args.namespace))
     cert_text = mc.spec.flux.curve_cert
     if cert_text is None:
-        cert = certificate.generate(name=mc.name, hostname=mc.lead_host)
+        cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
         cert_text = certificate.render(cert)
         print(
             f"{args.file}: generated a new CURVE certificate locally (public key "
-            f"{cert.public_key}); Secret {mc.namespace}/{mc.curve_secret_name} in the output "
+            f"{cert.public_key}); Secret {mc.namespace}/{mc.names.curve_secret} in the output "
             "holds its secret key, so keep the output private",
             file=sys.stderr,
         )
-    manifests = render(mc, cert_text)
+    manifests = render(mc, cert_text).objects()
 
     if not args.output:
         sys.stdout.write(to_yaml(manifests))

@@ -35,8 +35,11 @@ from typing import Final
 __all__ = [
     "CertificateError",
     "CurveCertificate",
+    "curve_entries",
     "generate",
+    "holds_secret_key",
     "parse",
+    "public_key_in",
     "render",
     "write",
 ]
@@ -266,6 +269,46 @@ def _curve_public(secret: str) -> str:
 
     public: bytes = zmq.curve_public(secret.encode("ascii"))
     return public.decode("ascii")
+
+
+# --- finding keys in text that may not be a certificate file -----------------------------------
+# The policy rules ask two questions of any text (a ConfigMap value, a script, a Secret): does it
+# carry a secret key, and which public key does it name. They must answer for text Flux would
+# refuse too (a certificate pasted, indented, into a heredoc), so this reads the same format with
+# one relaxation: indentation decides what belongs to a ``curve`` section, wherever it starts.
+
+
+def curve_entries(text: str) -> list[tuple[str, str]]:
+    """``(key, value)`` for every ``key = "value"`` under a ``curve`` section, quotes stripped."""
+    out: list[tuple[str, str]] = []
+    curve_indent: int | None = None
+    for raw in text.splitlines():
+        stripped = raw.strip(_WHITESPACE)
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(raw) - len(raw.lstrip(_WHITESPACE))
+        if curve_indent is not None and indent <= curve_indent:
+            curve_indent = None
+        if stripped == "curve":
+            curve_indent = indent
+            continue
+        if curve_indent is None:
+            continue
+        key, equals, value = stripped.partition("=")
+        key = key.strip(_WHITESPACE)
+        if equals and key and set(key) <= _KEY_CHARS:
+            out.append((key, value.strip(_WHITESPACE).strip('"')))
+    return out
+
+
+def holds_secret_key(text: str) -> bool:
+    """Whether ``text`` has a ``curve`` section with a ``secret-key`` entry."""
+    return any(key == "secret-key" for key, _ in curve_entries(text))
+
+
+def public_key_in(text: str) -> str | None:
+    """The ``curve`` section's ``public-key`` in ``text``, or None when it has none."""
+    return next((value for key, value in curve_entries(text) if key == "public-key"), None)
 
 
 def render(cert: CurveCertificate) -> str:

@@ -46,3 +46,21 @@ class SpecError(ValueError):
     def lines(self) -> list[str]:
         """One printable line per problem, as the CLI shows them."""
         return self._text().splitlines()
+
+
+def unknown_key(key: str, known: Iterable[str], noun: str = "field") -> str:
+    """The message for a key nobody reads: the likeliest intended one, else every allowed one.
+
+    A case-insensitive match wins, then the closest spelling; specs, stack config keys and
+    component arguments all say it the same way.
+    """
+    import difflib
+
+    choices = sorted(known)
+    lower = {k.lower(): k for k in choices}
+    guess = lower.get(key.lower()) or next(
+        iter(difflib.get_close_matches(key, choices, n=1, cutoff=0.6)), None
+    )
+    if guess:
+        return f"unknown {noun}; did you mean {guess!r}?"
+    return f"unknown {noun}; allowed: " + ", ".join(choices)

@@ -44,8 +44,3 @@ BROKER_CONFIG_HASH_ANNOTATION: Final = f"{DOMAIN}/broker-config-hash"
 # Pulumi await control (pulumi-kubernetes annotations).
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
-
-# Keys of the entrypoint ConfigMap that users and checks read directly.
-BROKER_TOML_KEY: Final = "broker.toml"
-HOSTLIST_KEY: Final = "hostlist"
-CURVE_CERT_KEY: Final = "curve.cert"

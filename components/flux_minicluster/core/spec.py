@@ -6,7 +6,8 @@ camelCase aliases, the operator's defaults, the operator's types. Unknown fields
 where an integer belongs and we want the same answer before anything is deployed rather than a
 silently different cluster. Cross-field rules live in ``validation``; defaults that depend on
 other fields are applied here, in the model validators, so every later layer sees one resolved
-spec.
+spec. Facts derived from a spec (names, the rank order, the mode rank 0 runs in) are computed
+once, in ``plan``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from flux_minicluster.core import layout
 from flux_minicluster.core.quantity import parse_quantity
 
 API_GROUP = "flux-framework.org"
@@ -26,7 +28,6 @@ DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"
 DEFAULT_DEADLINE_SECONDS = 31_500_000
 DEFAULT_BACKOFF_LIMIT = 100
-DEFAULT_LEAD_PORT = 8050
 DEFAULT_LOGS_DIR = "/tmp/fluxout"
 
 QuantityValue = int | float | str
@@ -209,12 +210,16 @@ class FluxScheduler(SpecModel):
 
 
 class FluxBroker(SpecModel):
-    """The lead broker a bursted cluster joins: its external address and the lead's shape."""
+    """The lead broker a bursted cluster joins: its external address and the lead's shape.
 
-    address: str
+    ``address`` may be left out when the deployer supplies it apart from the spec (the Pulumi
+    component's ``lead_broker``, e.g. a root stack's output); validation requires it otherwise.
+    """
+
+    address: str | None = None
     name: str
     size: Annotated[int, Field(ge=1)]
-    port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_LEAD_PORT
+    port: Annotated[int, Field(ge=0, le=65535)] = layout.BROKER_PORT
 
 
 class BurstedCluster(SpecModel):
@@ -379,63 +384,6 @@ class MiniClusterSpec(SpecModel):
             if cluster.size is None:
                 cluster.size = self.size
         return self
-
-    # Derived facts every layer needs; computed here so there is one definition of each.
-
-    @property
-    def flux_index(self) -> int:
-        """Index of the container that runs Flux (validation guarantees exactly one)."""
-        return next(i for i, c in enumerate(self.containers) if c.run_flux)
-
-    @property
-    def flux_container(self) -> Container:
-        return self.containers[self.flux_index]
-
-    @property
-    def effective_backoff_limit(self) -> int:
-        return self.backoff_limit or DEFAULT_BACKOFF_LIMIT
-
-    @property
-    def quorum(self) -> int | None:
-        """Broker quorum: minSize if set, else this cluster's size when the instance has more
-        ranks than it starts with (room to grow, or a bursting root whose hostlist also lists the
-        burst clusters), else None: Flux's default of every rank.
-
-        Without it, rank 0 of an elastic or bursting cluster would wait for ranks that may never
-        come before it runs anything.
-        """
-        if self.min_size:
-            return self.min_size
-        bursting = self.flux.bursting
-        root_of_bursts = bursting.lead_broker is None and bool(
-            bursting.clusters or bursting.hostlist
-        )
-        if self.size != self.max_size or root_of_bursts:
-            return self.size
-        return None
-
-    @property
-    def persistent(self) -> bool:
-        """A cluster that never completes on its own: no command, or an interactive broker."""
-        return self.interactive or not (
-            self.flux_container.command or self.flux_container.commands.script
-        )
-
-    @property
-    def mode(self) -> str:
-        """How rank 0 runs the user's work, in one word (for summaries and policies)."""
-        fc = self.flux_container
-        if self.flux.bursting.lead_broker is not None:
-            return "burst"
-        if not (fc.command or fc.commands.script):
-            return "persistent"
-        if self.interactive:
-            return "interactive"
-        if fc.batch:
-            return "batch"
-        if fc.launcher:
-            return "launcher"
-        return "submit"
 
 
 class Metadata(BaseModel):

@@ -9,25 +9,17 @@ returns its problems and never raises.
 
 from __future__ import annotations
 
-import difflib
 import re
-import tomllib
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from flux_minicluster.core import hostlist, names
-from flux_minicluster.core.errors import Problem
-from flux_minicluster.core.render import layout
-from flux_minicluster.core.spec import Container, ContainerVolume
-
-if TYPE_CHECKING:
-    from flux_minicluster.core.definition import MiniClusterDefinition
-
-# Kubernetes refuses an Indexed Job with more completions than this.
-MAX_INDEXED_COMPLETIONS = 100_000
-INT64_MAX = 2**63 - 1
+from flux_minicluster.core import brokerconfig, certificate, hostlist, layout, names
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.errors import Problem, unknown_key
+from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
+from flux_minicluster.core.spec import BurstedCluster, Container, ContainerVolume
 
 # Fields of the older v1alpha1 API, and what replaced them, keyed by the model they sat on.
 V1ALPHA1_FIELDS: dict[str, dict[str, str]] = {
@@ -75,15 +67,6 @@ _MESSAGES = {
 
 _FSD = re.compile(r"(\d+(\.\d+)?|\.\d+)(ms|s|m|h|d)?")
 _TOPOLOGY = re.compile(r"(kary:\d+|binomial|mincrit(:\d+)?|custom)")
-_BOOTSTRAP_KEYS = {
-    "enable_ipv6",
-    "curve_cert",
-    "default_port",
-    "default_bind",
-    "default_connect",
-    "hosts",
-}
-_HOST_KEYS = {"host", "bind", "connect", "parent"}
 _EMPTY_DIR_MEDIA = {"", "memory", "Memory", "default"}
 _RESERVED_PATHS = (layout.ENTRYPOINT_DIR, layout.SOFTWARE_DIR, layout.HOME_DIR, layout.CURVE_DIR)
 
@@ -182,14 +165,7 @@ def _unknown_field(name: str, model: type[BaseModel] | None) -> str:
     replaced = V1ALPHA1_FIELDS.get(model.__name__, {}).get(name)
     if replaced:
         return f"field of the older v1alpha1 API: {replaced}"
-    known = [f.alias or n for n, f in model.model_fields.items()]
-    lower = {k.lower(): k for k in known}
-    guess = lower.get(name.lower()) or next(
-        iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None
-    )
-    if guess:
-        return f"unknown field; did you mean {guess!r}?"
-    return "unknown field; allowed: " + ", ".join(sorted(known))
+    return unknown_key(name, [f.alias or n for n, f in model.model_fields.items()])
 
 
 # --- semantic rules -------------------------------------------------------------------------
@@ -214,13 +190,14 @@ def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
     if msg := names.dns1035_label(mc.name):
         yield Problem("metadata.name", msg)
     else:
-        longest = f"{mc.name}-{max(mc.spec.max_size - 1, 0)}"
-        for derived in (longest, mc.services_pod_name if mc.spec.services else ""):
-            if len(derived) > 63:
+        longest = mc.names.host(max(mc.spec.max_size - 1, 0))
+        for derived in (longest, mc.names.services_pod if mc.spec.services else ""):
+            if len(derived) > MAX_LABEL_LENGTH:
                 yield Problem(
                     "metadata.name",
-                    f"too long: the hostname {derived!r} would exceed 63 characters; "
-                    f"use at most {63 - (len(derived) - len(mc.name))} characters",
+                    f"too long: the hostname {derived!r} would exceed {MAX_LABEL_LENGTH} "
+                    f"characters; use at most "
+                    f"{MAX_LABEL_LENGTH - (len(derived) - len(mc.name))} characters",
                 )
                 break
     if msg := names.dns1123_label(mc.namespace):
@@ -282,13 +259,13 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
     # Names the pod or the cluster's Services already use: a sidecar may not take them.
     taken = {
         s.flux.container.name: "the flux view init container",
-        mc.headless_name: "the headless Service",
-        mc.services_pod_name: "the services Pod and its Service",
+        mc.names.headless_service: "the headless Service",
+        mc.names.services_pod: "the services Pod and its Service",
     }
     for i, c in enumerate(s.containers):
         path = f"spec.containers[{i}]"
         cname_taken = mc.name if c.run_flux else c.name
-        if cname_taken in taken and not (c.run_flux and cname_taken == mc.headless_name):
+        if cname_taken in taken and not (c.run_flux and cname_taken == mc.names.headless_service):
             yield Problem(
                 f"{path}.name" if not c.run_flux else "metadata.name",
                 f"{cname_taken!r} is already the name of {taken[cname_taken]}",
@@ -386,8 +363,8 @@ def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         layout.SOFTWARE_VOLUME,
         layout.HOME_VOLUME,
         layout.CURVE_VOLUME,
-        mc.entrypoint_name,
-        mc.curve_secret_name,
+        mc.names.entrypoint,
+        mc.names.curve_secret,
     }
     reserved_paths = (*_RESERVED_PATHS, mc.spec.flux.container.mount_path)
     for group, containers in (("containers", mc.spec.containers), ("services", mc.spec.services)):
@@ -506,49 +483,12 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
         if msg := names.shell_variable(key):
             yield Problem(key_path("spec.flux.environment", key), msg)
     if flux.curve_cert is not None:
-        from flux_minicluster.core import certificate
-
         try:
             certificate.parse(flux.curve_cert)
         except certificate.CertificateError as err:
             yield Problem("spec.flux.curveCert", str(err))
     if flux.broker_config is not None:
-        yield from check_broker_config(flux.broker_config, "spec.flux.brokerConfig")
-
-
-def check_broker_config(text: str, path: str) -> Iterator[Problem]:
-    """A broker config must parse as TOML: a real broker hangs on an unclosed array."""
-    try:
-        config = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        yield Problem(path, f"not valid TOML ({err}); a broker would refuse it or hang")
-        return
-    bootstrap = config.get("bootstrap", {})
-    if not isinstance(bootstrap, dict):
-        yield Problem(path, "[bootstrap] must be a table")
-        return
-    for key in bootstrap:
-        if key not in _BOOTSTRAP_KEYS:
-            yield Problem(
-                path,
-                f"[bootstrap] has unknown key {key!r}; the broker refuses it "
-                f"(known: {', '.join(sorted(_BOOTSTRAP_KEYS))})",
-            )
-    hosts = bootstrap.get("hosts", [])
-    if not isinstance(hosts, list):
-        yield Problem(path, "[bootstrap] hosts must be an array of tables")
-        return
-    for i, entry in enumerate(hosts):
-        if not isinstance(entry, dict) or "host" not in entry:
-            yield Problem(path, f"[bootstrap] hosts[{i}] must be a table with a host key")
-            continue
-        for key in entry:
-            if key not in _HOST_KEYS:
-                yield Problem(path, f"[bootstrap] hosts[{i}] has unknown key {key!r}")
-        try:
-            hostlist.count(str(entry["host"]))
-        except hostlist.HostlistError as err:
-            yield Problem(path, f"[bootstrap] hosts[{i}].host: {err}")
+        yield from brokerconfig.check(flux.broker_config, "spec.flux.brokerConfig")
 
 
 def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
@@ -564,7 +504,7 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
         else:
             listed = set(hosts)
             missing = [
-                h for h in (f"{mc.name}-{i}" for i in range(mc.spec.max_size)) if h not in listed
+                h for h in (mc.names.host(i) for i in range(mc.spec.max_size)) if h not in listed
             ]
             if missing and b.lead_broker is None:
                 yield Problem(
@@ -591,7 +531,12 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
                 f"lists this cluster ({mc.name!r}) itself; a root lists the clusters it bursts to",
             )
         return
-    if msg := names.host_address(lead.address):
+    if lead.address is None:
+        yield Problem(
+            f"{base}.leadBroker.address",
+            "required: the lead broker's external address (DNS name or IPv4)",
+        )
+    elif msg := names.host_address(lead.address):
         yield Problem(f"{base}.leadBroker.address", msg)
     if msg := names.dns1123_label(lead.name):
         yield Problem(f"{base}.leadBroker.name", msg)
@@ -603,19 +548,34 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
             "names this cluster itself; a bursted cluster needs its own name",
         )
     if not b.hostlist:
-        mine = next((c for c in b.clusters if c.name == mc.name), None)
-        if mine is None:
-            yield Problem(
-                f"{base}.clusters",
-                f"must list this bursted cluster ({mc.name!r}) as the lead declares it, so "
-                "every broker computes the same ranks",
-            )
-        elif mine.size is not None and mc.spec.max_size > mine.size:
-            yield Problem(
-                "spec.maxSize",
-                f"{mc.spec.max_size} is larger than the {mine.size} hosts the lead declares "
-                f"for {mc.name!r}",
-            )
+        problem = burst_membership_problem(mc.name, mc.spec.max_size, b.clusters)
+        if problem is not None:
+            yield Problem(problem[0] or f"{base}.clusters", problem[1])
+
+
+def burst_membership_problem(
+    name: str, max_size: int, clusters: Sequence[BurstedCluster]
+) -> tuple[str, str] | None:
+    """Why a bursted cluster cannot take its place in its lead's rank order, if it cannot.
+
+    The lead's ``bursting.clusters`` must list it (every broker of the group computes the ranks
+    from that list) with at least its ``maxSize`` hosts. Returns ``(path, message)``, the path
+    being ``spec.maxSize`` or empty for "the clusters list"; callers frame it for their input.
+    """
+    mine = next((c for c in clusters if c.name == name), None)
+    if mine is None:
+        declared = ", ".join(str(c.name) for c in clusters) or "none"
+        return (
+            "",
+            f"must list this bursted cluster ({name!r}) as the lead declares it, so every broker "
+            f"computes the same ranks (it lists: {declared})",
+        )
+    if mine.size is not None and max_size > mine.size:
+        return (
+            "spec.maxSize",
+            f"{max_size} is larger than the {mine.size} hosts the lead declares for {name!r}",
+        )
+    return None
 
 
 def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:

@@ -21,16 +21,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, get_args
+from typing import Any, Final, Literal, TypedDict, get_args
 
 import pulumi
 from pulumi_command import local
 
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.render import templates
-
-if TYPE_CHECKING:
-    from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core import templating
+from flux_minicluster.core.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.limits import MAX_LABEL_LENGTH
+from flux_minicluster.core.plan import MiniClusterPlan
 
 __all__ = [
     "CONTAINER_RUNTIMES",
@@ -55,7 +54,6 @@ INTERPRETER: Final = ("bash", "-c")
 # Inputs that differ between machines or releases of this package, never a reason for a new
 # certificate: the rotation trigger is the only way to replace it.
 MACHINE_DEPENDENT_INPUTS: Final = ("create", "environment", "interpreter")
-_POD_NAME_MAX: Final = 63
 # The keygen pod is <prefix>-<8 hex digits>, with <prefix> = <name>-keygen, shortened to fit.
 _POD_SUFFIX: Final = "-keygen-12345678"
 
@@ -114,7 +112,7 @@ class KeygenSettings:
 
 
 def settings_from_args(
-    args: Mapping[str, Any] | None, definition: MiniClusterDefinition, *, where: str = "keygen"
+    args: Mapping[str, Any] | None, plan: MiniClusterPlan, *, where: str = "keygen"
 ) -> KeygenSettings:
     """Check ``MiniClusterArgs.keygen``; every problem is a SpecError naming the argument."""
     args = {} if args is None else args
@@ -126,8 +124,8 @@ def settings_from_args(
         )
     for key in args:
         if key not in KeygenArgs.__optional_keys__:
-            known = ", ".join(sorted(KeygenArgs.__optional_keys__))
-            problems.append(Problem(f"{where}.{key}", f"unknown argument (known: {known})"))
+            message = unknown_key(str(key), KeygenArgs.__optional_keys__, "argument")
+            problems.append(Problem(f"{where}.{key}", message))
 
     strategy = args.get("strategy", "auto")
     if strategy not in STRATEGIES:
@@ -157,18 +155,16 @@ def settings_from_args(
     if problems:
         raise SpecError(problems, source="MiniClusterArgs")
 
-    base = f"{definition.name}-keygen"
-    room = _POD_NAME_MAX - len(_POD_SUFFIX)
-    pod_prefix = (
-        base if len(definition.name) <= room else f"{definition.name[:room].rstrip('-')}-keygen"
-    )
+    name = plan.name
+    room = MAX_LABEL_LENGTH - len(_POD_SUFFIX)
+    pod_prefix = f"{name}-keygen" if len(name) <= room else f"{name[:room].rstrip('-')}-keygen"
     return KeygenSettings(
         strategy=strategy,
         rotation=rotation,
-        cert_name=definition.name,
-        hostname=definition.lead_host,
-        namespace=definition.namespace,
-        image=text["image"] or definition.spec.flux.container.image,
+        cert_name=name,
+        hostname=plan.names.lead_host,
+        namespace=plan.namespace,
+        image=text["image"] or plan.spec.flux.container.image,
         pod_prefix=pod_prefix,
         kubeconfig=text["kubeconfig"],
         context=text["context"],
@@ -178,7 +174,7 @@ def settings_from_args(
 
 def render_script(settings: KeygenSettings) -> str:
     """The Command's ``create`` script: deterministic, every value shell-quoted."""
-    return templates.render(
+    return templating.render(
         TEMPLATE,
         strategy=settings.strategy,
         cert_name=settings.cert_name,

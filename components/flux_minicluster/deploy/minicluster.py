@@ -1,9 +1,9 @@
 """The MiniCluster ComponentResource: a Flux MiniCluster on Kubernetes, without the operator.
 
-The component validates the spec, renders it with the pure core (the single source of truth for
-what lands in the cluster) and registers each rendered object as its typed pulumi_kubernetes
-resource, under one component, with the certificate and a bursted cluster's lead address filled
-in from Outputs. It adds lifecycle rules only Pulumi can express:
+The component validates the spec, plans and renders it with the pure core (the single source of
+truth for what lands in the cluster) and registers each rendered object as its typed
+pulumi_kubernetes resource, under one component, with the certificate and a bursted cluster's
+lead filled in from Outputs. It adds lifecycle rules only Pulumi can express:
 
 * validation happens before anything is registered: an invalid spec raises ``SpecError`` with the
   field path and leaves no trace in the stack, not even the component;
@@ -21,7 +21,6 @@ in from Outputs. It adds lifecycle rules only Pulumi can express:
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Mapping
@@ -34,16 +33,16 @@ import pulumi_kubernetes as k8s
 from pulumi_command import local
 
 from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core import documents, placeholders
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import yamlio
+from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.definition import parse as parse_definition
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.render import placeholders
-from flux_minicluster.core.render.broker import hostlist_for
-from flux_minicluster.core.render.manifests import WAIT_MODES, Wait, render
+from flux_minicluster.core.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.loading import parse, revalidate, with_lead_address
+from flux_minicluster.core.render.manifests import WAIT_MODES, Rendering, Wait, render
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import outputs, resources
+from flux_minicluster.deploy import burstgroup, outputs, resources
+from flux_minicluster.deploy.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.keygen import (
     KeygenArgs,
     KeygenSettings,
@@ -54,6 +53,7 @@ from flux_minicluster.deploy.keygen import (
 __all__ = [
     "JOB_HASH_ANNOTATION",
     "JOB_IGNORE_CHANGES",
+    "OUTPUTS",
     "TYPE",
     "MiniCluster",
     "MiniClusterArgs",
@@ -67,23 +67,37 @@ TYPE: Final = "minicluster:index:MiniCluster"
 JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
 PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
+# The component's outputs, in the order they are registered (and exported by the stack program,
+# in camelCase). ``curve_cert`` is the one secret.
+OUTPUTS: Final = (
+    "job_name",
+    "service_name",
+    "namespace",
+    "lead_broker_host",
+    "hostlist",
+    "size",
+    "max_size",
+    "curve_public_key",
+    "curve_cert",
+)
 _SOURCE: Final = "MiniClusterArgs"
 
 
 class MiniClusterArgs(TypedDict, total=False):
     """Arguments of a MiniCluster; only ``spec`` is required."""
 
-    spec: Mapping[str, Any] | str | Path | MiniClusterSpec
+    spec: Mapping[str, Any] | str | Path | MiniClusterSpec | MiniClusterDefinition
     """The MiniCluster as the Flux Operator takes it: a whole ``flux-framework.org/v1alpha2``
     document or a bare spec (a dict, as from ``pulumi.Config().require_object``), the path of a
-    YAML file holding one, or a ``MiniClusterSpec`` model."""
+    YAML file holding one, a ``MiniClusterSpec`` model, or an already validated
+    ``MiniClusterDefinition`` (whose name and namespace are then used as they are)."""
 
     namespace: str
     """Namespace of every object (default: the document's metadata.namespace, else default)."""
 
     name: str
     """MiniCluster name, overriding metadata.name; the Job, hostnames and Services derive from
-    it."""
+    it. Default: metadata.name, else the component's resource name."""
 
     keygen: KeygenArgs
     """How the curve certificate is generated when neither ``curve_cert`` nor the spec's
@@ -100,20 +114,27 @@ class MiniClusterArgs(TypedDict, total=False):
 
     lead_broker: pulumi.Input[str]
     """A bursted cluster's lead broker address (DNS name or IPv4), e.g. a root stack's output;
-    it overrides ``spec.flux.bursting.leadBroker.address``. The spec must still declare
-    ``leadBroker`` with the lead's ``name`` and ``size``, which shape the hostlist."""
+    it overrides ``spec.flux.bursting.leadBroker.address``. Without ``burst_group`` the spec must
+    still declare ``leadBroker`` with the lead's ``name`` and ``size``, which shape the hostlist."""
+
+    burst_group: pulumi.Input[BurstGroupArgs]
+    """The bursting group this cluster joins, as its root publishes it (``lead_name``,
+    ``lead_size``, ``lead_port``, ``clusters``), e.g. from a StackReference; needs
+    ``lead_broker``. The rank order (broker.toml, the hostlist) is filled in from it once known,
+    and the objects do not wait for it: a preview shows every one."""
 
 
 @dataclass(frozen=True)
-class _Plan:
+class _Prepared:
     """Everything decided before a single resource is registered."""
 
-    definition: MiniClusterDefinition
-    manifests: list[dict[str, Any]]
+    plan: plans.MiniClusterPlan
+    rendering: Rendering
     keygen: KeygenSettings
     certificate: pulumi.Input[str] | None  # None: the keygen Command makes one
     certificate_source: str
     lead_broker: pulumi.Input[str] | None
+    burst_group: pulumi.Input[BurstGroupArgs] | None
 
 
 class MiniCluster(pulumi.ComponentResource):
@@ -125,7 +146,8 @@ class MiniCluster(pulumi.ComponentResource):
     """Name of the headless Service the brokers resolve each other through."""
     namespace: pulumi.Output[str]
     lead_broker_host: pulumi.Output[str]
-    """Rank 0's fully qualified name inside the cluster."""
+    """The lead broker: rank 0's fully qualified name inside the cluster, or, for a bursted
+    cluster, the address of the lead it joins."""
     hostlist: pulumi.Output[str]
     """Every broker host in rank order (the ``hostlist`` file), bursted clusters included."""
     size: pulumi.Output[int]
@@ -135,11 +157,11 @@ class MiniCluster(pulumi.ComponentResource):
     curve_cert: pulumi.Output[str]
     """The whole curve certificate, secret: hand it to the clusters this one bursts to."""
 
-    definition: MiniClusterDefinition
-    """The validated MiniCluster (plain Python, for programs that need names or the spec)."""
-    manifests: list[dict[str, Any]]
-    """The rendered objects, with placeholder tokens where the certificate and a lead address
-    go (never the secret itself)."""
+    plan: plans.MiniClusterPlan
+    """The validated MiniCluster and every fact derived from it (plain Python)."""
+    rendering: Rendering
+    """The rendered objects, with placeholder tokens where the certificate and a lead go (never
+    the secret itself)."""
     keygen: local.Command | None
     """The keygen Command, when the certificate is generated."""
 
@@ -149,76 +171,82 @@ class MiniCluster(pulumi.ComponentResource):
         args: MiniClusterArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        plan = _plan(args)  # raises before anything is registered
+        prepared = _prepare(resource_name, args)  # raises before anything is registered
         super().__init__(TYPE, resource_name, {}, opts)
-        self.definition = plan.definition
-        self.manifests = plan.manifests
-        mc = plan.definition
+        self.plan = prepared.plan
+        self.rendering = prepared.rendering
+        plan = prepared.plan
+        rendering = prepared.rendering
 
-        # The caller's depends_on applies to every child: a keygen pod or a Pod must not start
-        # before, say, the Namespace the caller created for it.
-        caller = pulumi.ResourceOptions(depends_on=opts.depends_on if opts else None)
-
-        def child_opts(**options: Any) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions.merge(
-                caller, pulumi.ResourceOptions(parent=self, **options)
+        if prepared.certificate is None:
+            self.keygen = keygen_command(
+                resource_name, prepared.keygen, opts=self._child_opts(opts)
             )
-
-        if plan.certificate is None:
-            self.keygen = keygen_command(resource_name, plan.keygen, opts=child_opts())
             raw_certificate: pulumi.Input[str | None] = self.keygen.stdout
         else:
             self.keygen = None
-            raw_certificate = plan.certificate
-        certificate = outputs.checked_certificate(raw_certificate, plan.certificate_source)
+            raw_certificate = prepared.certificate
+        certificate = outputs.checked_certificate(raw_certificate, prepared.certificate_source)
         public_key = outputs.public_key_of(certificate)
-        replacements = {
+        replacements: dict[str, pulumi.Output[str]] = {
             placeholders.CURVE_CERT: certificate,
             placeholders.CURVE_PUBLIC_KEY: public_key,
         }
-        if plan.lead_broker is not None:
-            replacements[outputs.LEAD_ADDRESS_PLACEHOLDER] = outputs.check_lead_address(
-                plan.lead_broker, "lead_broker"
+        hostlist: pulumi.Input[str] = plan.hostlist
+        lead_host: pulumi.Input[str] = plan.names.lead_fqdn
+        gate: pulumi.Output[Any] | None = None
+        if prepared.lead_broker is not None:
+            address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
+            replacements[placeholders.LEAD_ADDRESS] = address
+            lead_host = address
+            hostlist = outputs.substitute(plan.hostlist, replacements)
+        if prepared.burst_group is not None:
+            group = burstgroup.resolve(
+                plan, rendering, prepared.burst_group, replacements[placeholders.LEAD_ADDRESS]
             )
+            rendering = burstgroup.apply(rendering, group)
+            hostlist = group.hostlist
+            replacements[placeholders.LEAD_NAME] = group.lead_name
+            # No object may be created for a cluster its root does not declare.
+            gate = group.hostlist
 
         before_job: list[pulumi.Resource] = [] if self.keygen is None else [self.keygen]
-        job_manifest: dict[str, Any] | None = None
-        service: pulumi.CustomResource | None = None
-        for manifest in plan.manifests:
-            if manifest["kind"] == "Job":
-                job_manifest = manifest
+        registered: dict[int, pulumi.CustomResource] = {}
+        for manifest in rendering.objects():
+            if manifest is rendering.job:
                 continue
-            registered = resources.register(
+            resource = resources.register(
                 resource_name,
                 _secret_data(outputs.substitute(manifest, replacements)),
-                child_opts(delete_before_replace=True),
+                self._child_opts(opts, gate, delete_before_replace=True),
             )
-            before_job.append(registered)
-            if manifest["kind"] == "Service" and manifest["metadata"]["name"] == mc.headless_name:
-                service = registered
-        if job_manifest is None or service is None:  # the renderer always makes both
-            raise AssertionError("the rendered MiniCluster has no Job or no headless Service")
+            registered[id(manifest)] = resource
+            before_job.append(resource)
+        service = registered[id(rendering.headless_service)]
 
-        job_registered, patch_await = job_registration(job_manifest)
+        job_registered, patch_await = job_registration(rendering.job)
         job = resources.register(
             resource_name,
             outputs.substitute(job_registered, replacements),
-            child_opts(
-                depends_on=before_job,
+            self._child_opts(
+                opts,
+                gate,
+                extra_depends_on=before_job,
                 delete_before_replace=True,
                 replace_on_changes=["spec.template"],
                 ignore_changes=list(JOB_IGNORE_CHANGES),
             ),
         )
-        size = mc.spec.size
+        size = plan.spec.size
         k8s.batch.v1.JobPatch(
             f"{resource_name}-size",
             metadata={
-                "name": mc.name,
-                "namespace": mc.namespace,
+                "name": plan.names.cluster,
+                "namespace": plan.namespace,
                 "annotations": {
                     PATCH_FORCE_ANNOTATION: "true",
-                    JOB_HASH_ANNOTATION: _job_hash(job_registered),
+                    # An Output: a burst's Job holds text that is known once its root's is.
+                    JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(_job_hash),
                     **patch_await,
                 },
             },
@@ -226,35 +254,58 @@ class MiniCluster(pulumi.ComponentResource):
             # deleted_with: on destroy the Job goes anyway. Deleting the patch first would
             # relinquish parallelism/completions, and an Indexed Job without completions is
             # refused by the API server, failing the destroy.
-            opts=child_opts(depends_on=[job], deleted_with=job),
+            opts=self._child_opts(opts, None, extra_depends_on=[job], deleted_with=job),
         )
 
-        hostlist = outputs.substitute(hostlist_for(mc), replacements)
         # Tied to the resources, so that a consumer of these names waits for the objects.
         self.job_name = cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name))
         self.service_name = cast(k8s.core.v1.Service, service).metadata.apply(
             lambda meta: str(meta.name)
         )
-        self.namespace = pulumi.Output.from_input(mc.namespace)
-        self.lead_broker_host = pulumi.Output.from_input(mc.lead_fqdn)
+        self.namespace = pulumi.Output.from_input(plan.namespace)
+        self.lead_broker_host = pulumi.Output.from_input(lead_host)
         self.hostlist = pulumi.Output.from_input(hostlist)
         self.size = pulumi.Output.from_input(size)
-        self.max_size = pulumi.Output.from_input(mc.spec.max_size)
+        self.max_size = pulumi.Output.from_input(plan.spec.max_size)
         self.curve_public_key = public_key
         self.curve_cert = certificate
-        self.register_outputs(
-            {
-                "job_name": self.job_name,
-                "service_name": self.service_name,
-                "namespace": self.namespace,
-                "lead_broker_host": self.lead_broker_host,
-                "hostlist": self.hostlist,
-                "size": self.size,
-                "max_size": self.max_size,
-                "curve_public_key": self.curve_public_key,
-                "curve_cert": self.curve_cert,
-            }
-        )
+        self.register_outputs({name: getattr(self, name) for name in OUTPUTS})
+
+    def _child_opts(
+        self,
+        opts: pulumi.ResourceOptions | None,
+        gate: pulumi.Output[Any] | None = None,
+        *,
+        extra_depends_on: list[pulumi.Resource] | None = None,
+        **options: Any,
+    ) -> pulumi.ResourceOptions:
+        """Options of a child: parented here, after the caller's dependencies and the gate.
+
+        The caller's ``depends_on`` applies to every child: a keygen pod or a Pod must not start
+        before, say, the Namespace the caller created for it. A ``gate`` is an Output every
+        child waits for (a burst's checked group), so nothing is created when it fails.
+        """
+        caller = _depends_on(opts)
+        depends: list[pulumi.Resource] = [*caller, *(extra_depends_on or [])]
+        depends_on: pulumi.Input[list[pulumi.Resource]] = depends
+        if gate is not None:
+            depends_on = gate.apply(lambda _: depends)
+        return pulumi.ResourceOptions(parent=self, depends_on=depends_on, **options)
+
+
+def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    """The caller's ``depends_on`` as a list (it may be one resource, a list, or nothing)."""
+    value = opts.depends_on if opts is not None else None
+    if value is None:
+        return []
+    if isinstance(value, pulumi.Resource):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, pulumi.Resource)]
+    raise SpecError(
+        Problem("opts.depends_on", "must be a resource or a list of resources, not an Output"),
+        source=_SOURCE,
+    )
 
 
 def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -293,13 +344,13 @@ def _secret_data(manifest: dict[str, Any]) -> dict[str, Any]:
 # --- validation, before anything is registered ---------------------------------------------
 
 
-def _plan(args: MiniClusterArgs) -> _Plan:
+def _prepare(resource_name: str, args: MiniClusterArgs) -> _Prepared:
     if not isinstance(args, Mapping):
         raise SpecError(
             Problem("", f"must be a MiniClusterArgs mapping, got {type(args).__name__}")
         )
     problems = [
-        Problem(str(key), f"unknown argument (known: {', '.join(sorted(_ARG_KEYS))})")
+        Problem(str(key), unknown_key(str(key), _ARG_KEYS, "argument"))
         for key in args
         if key not in _ARG_KEYS
     ]
@@ -315,6 +366,11 @@ def _plan(args: MiniClusterArgs) -> _Plan:
     lead_broker = args.get("lead_broker")
     if isinstance(lead_broker, str) and (problem := outputs.lead_address_problem(lead_broker)):
         problems.append(Problem("lead_broker", problem))
+    burst_group = args.get("burst_group")
+    if burst_group is not None and lead_broker is None:
+        problems.append(
+            Problem("burst_group", "needs lead_broker: the address of the lead the group joins")
+        )
     curve_cert = args.get("curve_cert")
     if isinstance(curve_cert, str):
         try:
@@ -324,9 +380,17 @@ def _plan(args: MiniClusterArgs) -> _Plan:
     if problems:
         raise SpecError(problems, source=_SOURCE)
 
-    definition = _definition(args["spec"], args, lead_broker is not None)
-    manifests = render(definition, None, wait=wait)
-    keygen = settings_from_args(args.get("keygen"), definition)
+    # With burst_group the whole group, address included, comes from the outputs; with only
+    # lead_broker, the address stands in as a placeholder until the Output resolves.
+    lead_placeholder = (
+        placeholders.LEAD_ADDRESS if lead_broker is not None and burst_group is None else None
+    )
+    definition = _definition(resource_name, args["spec"], args, lead_placeholder)
+    if burst_group is not None:
+        definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
+    plan = plans.build(definition)
+    rendering = render(plan, None, wait=wait)
+    keygen = settings_from_args(args.get("keygen"), plan)
     certificate: pulumi.Input[str] | None
     if curve_cert is not None:
         certificate, source = curve_cert, "the curve_cert argument"
@@ -334,13 +398,14 @@ def _plan(args: MiniClusterArgs) -> _Plan:
         certificate, source = definition.spec.flux.curve_cert, "spec.flux.curveCert"
     else:
         certificate, source = None, f"the keygen Command (strategy {keygen.strategy!r})"
-    return _Plan(
-        definition=definition,
-        manifests=manifests,
+    return _Prepared(
+        plan=plan,
+        rendering=rendering,
         keygen=keygen,
         certificate=certificate,
         certificate_source=source,
         lead_broker=lead_broker,
+        burst_group=burst_group,
     )
 
 
@@ -348,17 +413,28 @@ _ARG_KEYS: Final = MiniClusterArgs.__optional_keys__
 
 
 def _definition(
-    spec: Any, args: Mapping[str, Any], lead_placeholder: bool
+    resource_name: str, spec: Any, args: Mapping[str, Any], lead_address: str | None
 ) -> MiniClusterDefinition:
+    """The validated MiniCluster, parsed exactly once from whatever form ``spec`` takes."""
     name, namespace = args.get("name"), args.get("namespace")
+    if isinstance(spec, MiniClusterDefinition):
+        given: MiniClusterDefinition = spec
+        if lead_address is not None:
+            given = revalidate(given.with_spec(with_lead_address(given.spec, lead_address)))
+        if name is not None or namespace is not None:
+            raise SpecError(
+                Problem(
+                    "spec",
+                    "a MiniClusterDefinition carries its name and namespace; pass name and "
+                    "namespace only with a document or a spec",
+                ),
+                source=_SOURCE,
+            )
+        return given
     if isinstance(spec, MiniClusterSpec):
-        if lead_placeholder:
-            spec = spec.model_copy(deep=True)
-            lead = spec.flux.bursting.lead_broker
-            if lead is None:
-                raise SpecError(_LEAD_REQUIRED)
-            lead.address = outputs.LEAD_ADDRESS_PLACEHOLDER
-        return parse_definition(spec, name=name, namespace=namespace)
+        return parse(
+            spec, name=name or resource_name, namespace=namespace, lead_address=lead_address
+        )
     source = ""
     if isinstance(spec, str) and "\n" in spec:
         raise SpecError(
@@ -367,46 +443,23 @@ def _definition(
         )
     if isinstance(spec, str | Path):
         source = str(spec)
-        spec = _load_document(Path(spec))
+        found = documents.read_file(spec)
+        if len(found) != 1:
+            raise SpecError(
+                Problem("", f"expected one MiniCluster, found {len(found)} documents"),
+                source=source,
+            )
+        spec = found[0]
     if not isinstance(spec, Mapping):
         raise SpecError(
             Problem("spec", f"must be a mapping, a file path or a MiniClusterSpec, got {spec!r}"),
             source=_SOURCE,
         )
-    document = copy.deepcopy(dict(spec))
-    if lead_placeholder:
-        _set_lead_placeholder(document, source)
-    return parse_definition(document, name=name, namespace=namespace, source=source)
-
-
-_LEAD_REQUIRED: Final = Problem(
-    "spec.flux.bursting.leadBroker",
-    "required with the lead_broker argument: the lead's name and size shape the hostlist",
-)
-
-
-def _set_lead_placeholder(document: dict[str, Any], source: str) -> None:
-    """Put the placeholder where the lead's address goes, in a whole document or a bare spec."""
-    inner = document.get("spec")
-    lead: Any = inner if isinstance(inner, dict) and "containers" not in document else document
-    for key in ("flux", "bursting", "leadBroker"):
-        lead = lead.get(key) if isinstance(lead, dict) else None
-    if not isinstance(lead, dict):
-        raise SpecError(_LEAD_REQUIRED, source=source)
-    lead["address"] = outputs.LEAD_ADDRESS_PLACEHOLDER
-
-
-def _load_document(path: Path) -> Any:
-    """The single YAML document in ``path``, with the core's strict loader."""
-    source = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise SpecError(Problem("", f"cannot read: {err.strerror}"), source=source) from None
-    documents = yamlio.load_documents(yamlio.decode(data, source), source)
-    if len(documents) != 1:
-        raise SpecError(
-            Problem("", f"expected one MiniCluster, found {len(documents)} documents"),
-            source=source,
-        )
-    return documents[0]
+    has_name = documents.is_document(spec) and bool((spec.get("metadata") or {}).get("name"))
+    return parse(
+        spec,
+        name=name or (None if has_name else resource_name),
+        namespace=namespace,
+        source=source,
+        lead_address=lead_address,
+    )

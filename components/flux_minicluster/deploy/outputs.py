@@ -12,44 +12,22 @@ deployment with the source named, instead of reaching brokers that would never c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import pulumi
 
 from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core import names
 
 __all__ = [
-    "LEAD_ADDRESS_PLACEHOLDER",
     "check_lead_address",
     "checked_certificate",
-    "contains_token",
     "lead_address_problem",
     "normalize_certificate",
     "public_key_of",
     "substitute",
 ]
-
-# Stands in for a bursted cluster's lead broker address while rendering. Letters only: it is a
-# valid hostlist term and TOML string, never split by the hostlist compressor (no digits), and it
-# cannot occur in a rendered script by accident.
-LEAD_ADDRESS_PLACEHOLDER: Final = "fluxminiclusterleadaddress"
-
-# What may stand in broker.toml (as a TOML string and a tcp:// host) and in a hostlist: a DNS
-# name or an IPv4 address. Brackets, commas, quotes or spaces would change what brokers read.
-_ADDRESS: Final = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
-
-
-def contains_token(value: Any, tokens: Mapping[str, object]) -> bool:
-    """Whether any string in ``value`` holds one of ``tokens``."""
-    if isinstance(value, str):
-        return any(token in value for token in tokens)
-    if isinstance(value, dict):
-        return any(contains_token(v, tokens) for v in value.values())
-    if isinstance(value, list):
-        return any(contains_token(v, tokens) for v in value)
-    return False
 
 
 def substitute(value: Any, replacements: Mapping[str, pulumi.Output[str]]) -> Any:
@@ -129,11 +107,10 @@ def check_lead_address(address: pulumi.Input[str], source: str) -> pulumi.Output
 
 
 def lead_address_problem(address: str) -> str | None:
-    """Why a plain lead address cannot be used (None when it can), for checks before deploying."""
-    text = address.strip()
-    if _ADDRESS.match(text):
-        return None
-    return (
-        "must be a DNS name or an IPv4 address (it goes into broker.toml and the hostlist), "
-        f"got {address!r}"
-    )
+    """Why a plain lead address cannot be used (None when it can), for checks before deploying.
+
+    It goes into broker.toml (a TOML string and a tcp:// host) and the hostlist, so it must be one
+    DNS name or IPv4 address: brackets, commas, quotes or spaces would change what brokers read.
+    """
+    problem = names.host_address(address.strip())
+    return None if problem is None else f"{problem}, got {address!r}"

@@ -3,52 +3,50 @@
 A stack is one Kubernetes cluster. A root stack also exposes its lead broker and declares the
 clusters it bursts to; a burst stack reads all it needs from its root through a StackReference,
 so bursting is configuration rather than the operator's hand-copied certificate and NodePort.
+
+The spec is parsed once, changed only through the typed model, and every resource is declared at
+the top level of the program: the root's values reach a burst as Outputs inside its objects'
+text, never by creating resources inside an ``apply``, so a preview shows every object.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.core import labels
+from flux_minicluster.core import labels, layout
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import lead_service
-from flux_minicluster.deploy import stackconfig
-from flux_minicluster.deploy.minicluster import MiniCluster, MiniClusterArgs
+from flux_minicluster.deploy import sdkinternals, stackconfig
+from flux_minicluster.deploy.burstgroup import BurstGroupArgs
+from flux_minicluster.deploy.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
 from flux_minicluster.deploy.stackconfig import PROJECT, StackConfig
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# Stack outputs a root publishes for the clusters that burst to it (and that a burst reads).
+ROOT_OUTPUTS = (
+    "leadBrokerAddress",
+    "leadBrokerPort",
+    "leadName",
+    "leadSize",
+    "burstClusters",
+    "curveCert",
+)
 
 
 def read_config() -> StackConfig:
     """Every ``flux-minicluster:*`` config value, parsed and validated as one model."""
-    raw: dict[str, Any] = {**pulumi.runtime.config.get_config_env(), **_explicit_config()}
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        namespace, _, name = key.partition(":")
-        if namespace != PROJECT:
-            continue
-        values[name] = _decode(value)
+    values = {
+        key.partition(":")[2]: value
+        for key, value in sdkinternals.config_values().items()
+        if key.partition(":")[0] == PROJECT
+    }
     return stackconfig.parse_stack_config(values)
-
-
-def _explicit_config() -> dict[str, Any]:
-    return dict(pulumi.runtime.config.CONFIG.get())
-
-
-def _decode(value: Any) -> Any:
-    """Structured config arrives as JSON text; plain strings stay strings."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 def make_provider(config: StackConfig) -> k8s.Provider:
@@ -66,10 +64,30 @@ def make_provider(config: StackConfig) -> k8s.Provider:
     )
 
 
-def main() -> None:
+def output_name(attribute: str) -> str:
+    """The stack output a component output is exported as: ``job_name`` -> ``jobName``."""
+    head, *rest = attribute.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def main(project_root: Path | None = None) -> None:
+    root = project_root or Path(pulumi.get_root_directory() or os.getcwd())
     config = read_config()
+    definition = config.definition(root)
     provider = make_provider(config)
-    document = stackconfig.apply_cloud_defaults(config.load_spec(PROJECT_ROOT), config)
+    role = config.bursting.role
+    reference: pulumi.StackReference | None = None
+    gate: pulumi.Output[Any] | None = None
+    if role == "burst":
+        definition = stackconfig.burst_definition(definition)
+        root_stack = config.bursting.root_stack
+        assert root_stack is not None
+        reference = pulumi.StackReference(f"{pulumi.get_stack()}-root", stack_name=root_stack)
+        group = _checked_group(reference, definition, root_stack)
+        gate = group
+    elif role == "root":
+        definition = stackconfig.root_definition(definition, config.bursting.clusters)
+
     opts = pulumi.ResourceOptions(provider=provider)
     depends: list[pulumi.Resource] = []
     if config.cluster.create_namespace:
@@ -79,37 +97,67 @@ def main() -> None:
                 "name": config.cluster.namespace,
                 "labels": {labels.MANAGED_BY_LABEL: labels.MANAGED_BY},
             },
-            opts=opts,
+            # A burst creates nothing, not even its namespace, for a group that refuses it.
+            opts=opts
+            if gate is None
+            else pulumi.ResourceOptions(provider=provider, depends_on=gate.apply(lambda _: [])),
         )
         depends.append(ns)
     child_opts = pulumi.ResourceOptions(provider=provider, depends_on=depends)
 
-    role = config.bursting.role
-    if role == "burst":
-        _burst(config, document, child_opts)
-    else:
-        if role == "root":
-            document = stackconfig.root_spec(document, config.bursting.clusters)
-        cluster = _minicluster(config, document, child_opts, {})
-        _export_cluster(cluster)
-        if role == "root":
-            _root_exports(config, cluster, child_opts)
+    extra: MiniClusterArgs = {}
+    if reference is not None and gate is not None:
+        extra = {
+            "curve_cert": reference.require_output("curveCert"),
+            "lead_broker": reference.require_output("leadBrokerAddress"),
+            "burst_group": gate,
+        }
+    cluster = MiniCluster(definition.name, _args(config, definition, extra), opts=child_opts)
+    for attribute in OUTPUTS:
+        if reference is not None and attribute == "curve_cert":
+            continue  # the root's certificate: the root publishes it
+        pulumi.export(output_name(attribute), getattr(cluster, attribute))
+    if role == "root":
+        _root_exports(config, cluster, child_opts)
+    if config.bursting.root_stack is not None:
+        pulumi.export("rootStack", config.bursting.root_stack)
+
+
+def _checked_group(
+    reference: pulumi.StackReference, mc: MiniClusterDefinition, root_stack: str
+) -> pulumi.Output[BurstGroupArgs]:
+    """The group the root publishes, once it declares this burst with its size; else an error."""
+
+    def check(values: list[Any]) -> BurstGroupArgs:
+        lead_name, lead_size, lead_port, clusters = values
+        declared = [dict(c) for c in clusters or []]
+        stackconfig.validate_burst_membership(mc.name, mc.spec.max_size, declared, root_stack)
+        return {
+            "lead_name": str(lead_name),
+            "lead_size": int(lead_size),
+            "lead_port": int(lead_port),
+            "clusters": [{"name": str(c["name"]), "size": int(c["size"])} for c in declared],
+        }
+
+    return pulumi.Output.all(
+        reference.require_output("leadName"),
+        reference.require_output("leadSize"),
+        reference.require_output("leadBrokerPort"),
+        reference.require_output("burstClusters"),
+    ).apply(check)
 
 
 def _args(
-    config: StackConfig, document: Mapping[str, Any], extra: MiniClusterArgs
+    config: StackConfig, definition: MiniClusterDefinition, extra: MiniClusterArgs
 ) -> MiniClusterArgs:
     args: MiniClusterArgs = {
-        "spec": dict(document),
-        "namespace": config.cluster.namespace,
+        "spec": definition,
         "wait": config.minicluster.wait,
         "keygen": {
             "strategy": config.keygen.strategy,
             "rotation": config.keygen.rotation,
         },
     }
-    if config.minicluster.name:
-        args["name"] = config.minicluster.name
     if config.cluster.kubeconfig:
         args["keygen"]["kubeconfig"] = os.path.expanduser(config.cluster.kubeconfig)
     if config.cluster.context:
@@ -122,44 +170,22 @@ def _args(
     return args
 
 
-def _minicluster(
-    config: StackConfig,
-    document: Mapping[str, Any],
-    opts: pulumi.ResourceOptions,
-    extra: MiniClusterArgs,
-) -> MiniCluster:
-    mc = stackconfig.resolve(document, config)  # validate with the stack's names first
-    return MiniCluster(mc.name, _args(config, document, extra), opts=opts)
-
-
-def _export_cluster(cluster: MiniCluster) -> None:
-    pulumi.export("namespace", cluster.namespace)
-    pulumi.export("jobName", cluster.job_name)
-    pulumi.export("serviceName", cluster.service_name)
-    pulumi.export("leadBrokerHost", cluster.lead_broker_host)
-    pulumi.export("hostlist", cluster.hostlist)
-    pulumi.export("size", cluster.size)
-    pulumi.export("maxSize", cluster.max_size)
-    pulumi.export("curvePublicKey", cluster.curve_public_key)
-    pulumi.export("curveCert", cluster.curve_cert)
-
-
 def _root_exports(config: StackConfig, cluster: MiniCluster, opts: pulumi.ResourceOptions) -> None:
     """Expose rank 0 to the burst clusters and publish what they need to join."""
-    mc = cluster.definition
+    plan = cluster.plan
     cloud = config.cluster.cloud
     expose = config.bursting.expose or stackconfig.DEFAULT_EXPOSE[cloud]
     manifest = lead_service(
-        mc,
+        plan,
         service_type=expose,
         annotations=stackconfig.LEAD_SERVICE_ANNOTATIONS[cloud]
         if expose == "LoadBalancer"
         else None,
-        port=stackconfig.LEAD_PORT,
+        port=layout.BROKER_PORT,
         node_port=config.bursting.node_port,
     )
     service = k8s.core.v1.Service(
-        f"{mc.name}-lead",
+        plan.names.lead_service,
         metadata=manifest["metadata"],
         spec=manifest["spec"],
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[cluster])),
@@ -167,11 +193,9 @@ def _root_exports(config: StackConfig, cluster: MiniCluster, opts: pulumi.Resour
     if expose == "LoadBalancer":
         ingress = service.status.load_balancer.ingress
         address: pulumi.Output[str] = ingress.apply(_ingress_address)
-        port: pulumi.Input[int] = stackconfig.LEAD_PORT
+        port: pulumi.Input[int] = layout.BROKER_PORT
     else:
         if not config.bursting.lead_address:
-            from flux_minicluster.core.errors import Problem, SpecError
-
             raise SpecError(
                 Problem(
                     f"{PROJECT}:bursting.leadAddress",
@@ -182,8 +206,8 @@ def _root_exports(config: StackConfig, cluster: MiniCluster, opts: pulumi.Resour
         port = config.bursting.node_port or service.spec.ports.apply(_node_port)
     pulumi.export("leadBrokerAddress", address)
     pulumi.export("leadBrokerPort", port)
-    pulumi.export("leadName", mc.name)
-    pulumi.export("leadSize", mc.spec.max_size)
+    pulumi.export("leadName", plan.name)
+    pulumi.export("leadSize", plan.spec.max_size)
     pulumi.export(
         "burstClusters", [{"name": c.name, "size": c.size} for c in config.bursting.clusters]
     )
@@ -211,67 +235,3 @@ def _field(value: Any, name: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(name)
     return getattr(value, name, None)
-
-
-def _item(key: str) -> Callable[[Mapping[str, Any]], Any]:
-    return lambda values: values[key]
-
-
-def _burst(config: StackConfig, document: Mapping[str, Any], opts: pulumi.ResourceOptions) -> None:
-    """Join the root's Flux instance: its certificate, its lead broker, its rank order."""
-    root_stack = config.bursting.root_stack
-    assert root_stack is not None
-    ref = pulumi.StackReference(f"{pulumi.get_stack()}-root", stack_name=root_stack)
-
-    def build(values: list[Any]) -> Any:
-        lead_name, lead_size, lead_port, clusters = values
-        # Membership first: "the root does not declare you" is the error a user can act on.
-        own = stackconfig.resolve(document, config)
-        stackconfig.validate_burst_membership(
-            own.name, own.spec.max_size, list(clusters), root_stack
-        )
-        doc = stackconfig.burst_spec(
-            document,
-            lead_name=str(lead_name),
-            lead_size=int(lead_size),
-            lead_port=int(lead_port),
-            clusters=list(clusters),
-        )
-        cluster = _minicluster(
-            config,
-            doc,
-            opts,
-            {
-                "curve_cert": ref.require_output("curveCert"),
-                "lead_broker": ref.require_output("leadBrokerAddress"),
-            },
-        )
-        return {
-            "namespace": cluster.namespace,
-            "jobName": cluster.job_name,
-            "serviceName": cluster.service_name,
-            "leadBrokerHost": cluster.lead_broker_host,
-            "hostlist": cluster.hostlist,
-            "size": cluster.size,
-            "maxSize": cluster.max_size,
-            "curvePublicKey": cluster.curve_public_key,
-        }
-
-    built = pulumi.Output.all(
-        ref.require_output("leadName"),
-        ref.require_output("leadSize"),
-        ref.require_output("leadBrokerPort"),
-        ref.require_output("burstClusters"),
-    ).apply(build)
-    for key in (
-        "namespace",
-        "jobName",
-        "serviceName",
-        "leadBrokerHost",
-        "hostlist",
-        "size",
-        "maxSize",
-        "curvePublicKey",
-    ):
-        pulumi.export(key, built.apply(_item(key)))
-    pulumi.export("rootStack", root_stack)

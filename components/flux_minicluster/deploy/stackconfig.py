@@ -9,20 +9,23 @@ of Pulumi itself; the program hands it plain values.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import definition
+from flux_minicluster.core import documents
+from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.loading import parse, revalidate
+from flux_minicluster.core.render.manifests import Wait
+from flux_minicluster.core.spec import BurstedCluster
 from flux_minicluster.core.validation import translate_errors
+from flux_minicluster.deploy.keygen import ContainerRuntime, Strategy
 
 PROJECT = "flux-minicluster"
-LEAD_PORT = 8050
 
 Cloud = Literal["gke", "eks", "aks", "kind", "generic"]
 
@@ -53,7 +56,7 @@ class MiniClusterConfig(ConfigModel):
     spec: dict[str, Any] | None = None
     file: str | None = None
     name: str | None = None
-    wait: Literal["none", "ready", "complete"] = "ready"
+    wait: Wait = "ready"
 
     @model_validator(mode="after")
     def _one_source(self) -> MiniClusterConfig:
@@ -63,10 +66,10 @@ class MiniClusterConfig(ConfigModel):
 
 
 class KeygenConfig(ConfigModel):
-    strategy: Literal["auto", "flux", "kubectl", "container", "builtin"] = "auto"
+    strategy: Strategy = "auto"
     rotation: str = "1"
     image: str | None = None
-    container_runtime: Literal["docker", "podman"] | None = None
+    container_runtime: ContainerRuntime | None = None
 
 
 class BurstTarget(ConfigModel):
@@ -112,20 +115,27 @@ class StackConfig(ConfigModel):
             return dict(self.minicluster.spec)
         assert self.minicluster.file is not None
         path = root / self.minicluster.file
-        from flux_minicluster.core import yamlio
-
         try:
-            text = yamlio.decode(path.read_bytes(), str(path))
-        except OSError as err:
+            docs = documents.read_file(path)
+        except SpecError as err:
             raise SpecError(
-                Problem(f"{PROJECT}:minicluster.file", f"cannot read {path}: {err.strerror}")
+                [Problem(f"{PROJECT}:minicluster.file", f"{path}: {p}") for p in err.problems]
             ) from None
-        docs = yamlio.load_documents(text, str(path))
         if len(docs) != 1 or not isinstance(docs[0], Mapping):
             raise SpecError(
                 Problem(f"{PROJECT}:minicluster.file", f"{path} must hold one MiniCluster")
             )
         return dict(docs[0])
+
+    def definition(self, root: Path) -> MiniClusterDefinition:
+        """The stack's MiniCluster, parsed once, with the stack's names and cloud defaults."""
+        parsed = parse(
+            self.load_spec(root),
+            name=self.minicluster.name,
+            namespace=self.cluster.namespace,
+            source=self.minicluster.file or "",
+        )
+        return _cloud_defaults(parsed, self)
 
 
 # Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
@@ -188,29 +198,19 @@ def _config_problems(err: ValidationError) -> list[Problem]:
     return out
 
 
-def apply_cloud_defaults(document: dict[str, Any], config: StackConfig) -> dict[str, Any]:
-    """The spec with the stack's cloud choices applied where the user left them unset."""
-    if not config.cluster.arm:
-        return document
-    doc = _deep_copy(document)
-    spec = doc.setdefault("spec", doc) if _is_document(doc) else doc
-    flux = spec.setdefault("flux", {})
-    container = flux.setdefault("container", {})
-    container.setdefault("image", ARM_VIEW_IMAGE)
-    return doc
-
-
-def _is_document(doc: Mapping[str, Any]) -> bool:
-    return "spec" in doc and "containers" not in doc
-
-
-def _deep_copy(value: dict[str, Any]) -> dict[str, Any]:
-    """A copy whose nested mappings and lists can be edited without touching the original."""
-    return copy.deepcopy(value)
+def _cloud_defaults(mc: MiniClusterDefinition, config: StackConfig) -> MiniClusterDefinition:
+    """The MiniCluster with the stack's cloud choices applied where the user left them unset."""
+    view = mc.spec.flux.container
+    if not config.cluster.arm or "image" in view.model_fields_set:
+        return mc
+    flux = mc.spec.flux.model_copy(
+        update={"container": view.model_copy(update={"image": ARM_VIEW_IMAGE})}
+    )
+    return mc.with_spec(mc.spec.model_copy(update={"flux": flux}))
 
 
 def validate_burst_membership(
-    name: str, max_size: int, declared: list[Mapping[str, Any]], root_stack: str
+    name: str, max_size: int, declared: Sequence[Mapping[str, Any]], root_stack: str
 ) -> None:
     """A burst cluster must be one the root declared, with the size the root declared."""
     entry = next((c for c in declared if c.get("name") == name), None)
@@ -233,49 +233,19 @@ def validate_burst_membership(
         )
 
 
-def burst_spec(
-    document: Mapping[str, Any],
-    *,
-    lead_name: str,
-    lead_size: int,
-    lead_port: int,
-    clusters: list[Mapping[str, Any]],
-) -> dict[str, Any]:
-    """The burst child's spec: the lead broker, the root's cluster list, and no command.
-
-    The address is filled in later from the root's output (it may be unknown until the root's
-    load balancer is up); a stand-in keeps the spec valid until then.
-    """
-    doc = _deep_copy(dict(document))
-    spec = doc["spec"] if _is_document(doc) else doc
-    flux = spec.setdefault("flux", {})
-    flux["bursting"] = {
-        "leadBroker": {
-            "address": "lead-broker",
-            "name": lead_name,
-            "size": lead_size,
-            "port": lead_port,
-        },
-        "clusters": [{"name": c["name"], "size": int(c["size"])} for c in clusters],
-    }
-    for container in spec.get("containers", []):
-        if isinstance(container, dict):
-            container.pop("command", None)
-    return doc
-
-
-def root_spec(document: Mapping[str, Any], clusters: list[BurstTarget]) -> dict[str, Any]:
-    """The root's spec with the declared burst clusters appended to its hostlist."""
-    doc = _deep_copy(dict(document))
-    spec = doc["spec"] if _is_document(doc) else doc
-    flux = spec.setdefault("flux", {})
-    bursting = flux.setdefault("bursting", {})
-    bursting["clusters"] = [{"name": c.name, "size": c.size} for c in clusters]
-    return doc
-
-
-def resolve(document: Mapping[str, Any], config: StackConfig) -> definition.MiniClusterDefinition:
-    """Validate the document as the stack will deploy it (names and namespace from the stack)."""
-    return definition.parse(
-        document, name=config.minicluster.name, namespace=config.cluster.namespace
+def root_definition(
+    mc: MiniClusterDefinition, clusters: list[BurstTarget]
+) -> MiniClusterDefinition:
+    """The root with the declared burst clusters appended to its rank order."""
+    flux = mc.spec.flux
+    bursting = flux.bursting.model_copy(
+        update={"clusters": [BurstedCluster(name=c.name, size=c.size) for c in clusters]}
     )
+    spec = mc.spec.model_copy(update={"flux": flux.model_copy(update={"bursting": bursting})})
+    return revalidate(mc.with_spec(spec), source=f"{PROJECT}:bursting.clusters")
+
+
+def burst_definition(mc: MiniClusterDefinition) -> MiniClusterDefinition:
+    """A burst runs no command of its own: the root schedules work onto its brokers."""
+    containers = [c.model_copy(update={"command": None}) for c in mc.spec.containers]
+    return revalidate(mc.with_spec(mc.spec.model_copy(update={"containers": containers})))

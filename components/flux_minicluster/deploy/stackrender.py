@@ -31,7 +31,12 @@ from flux_minicluster.core import hostlist as hostlists
 from flux_minicluster.core import yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import to_yaml
-from flux_minicluster.deploy.mocks import RecordingMocks, plain, run_create_script, run_program
+from flux_minicluster.deploy.recorder import (
+    RegistrationRecorder,
+    plain,
+    run_create_script,
+    run_program,
+)
 from flux_minicluster.deploy.stackconfig import PROJECT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -42,7 +47,7 @@ OUTPUTS_FILE = "outputs.json"
 SUMMARY_COLUMNS = ("stack", "objects", "pods", "hostlist", "lead broker", "seconds")
 
 
-class OfflineMocks(RecordingMocks):
+class OfflineMocks(RegistrationRecorder):
     """Recording mocks plus the stand-ins a cloud would provide for a LoadBalancer."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
@@ -65,19 +70,6 @@ class StackRendering:
     secret_outputs: list[str]
     seconds: float
     notes: list[str] = field(default_factory=list)
-
-    def schema_problems(self, versions: Iterable[str] = ("1.29", "1.34")) -> list[str]:
-        """Strict schema and semantic problems of every object (empty when all is well)."""
-        from flux_minicluster.core import kubecheck
-
-        problems = [
-            f"{self.stack}: {obj['kind']}/{obj['metadata']['name']} (k8s {v}): {err}"
-            for obj in self.objects
-            for v in versions
-            for err in kubecheck.schema_errors(obj, v)
-        ]
-        problems += [f"{self.stack}: {err}" for err in kubecheck.semantic_errors(self.objects)]
-        return problems
 
     def summary_row(self) -> tuple[str, ...]:
         pods = sum(

@@ -14,6 +14,7 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from flux_minicluster.core import jsonvalues
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.policy.model import Manifest
 
@@ -50,23 +51,13 @@ def normalize(obj: Mapping[str, Any], type_token: str | None = None) -> Manifest
     ``type_token`` is Pulumi's resource type (``kubernetes:batch/v1:Job``); it fills in
     ``apiVersion`` and ``kind`` when the props lack them.
     """
-    out: Manifest = _plain(obj)
+    out: Manifest = jsonvalues.plain(obj)
     if type_token is not None:
         parsed = parse_type_token(type_token)
         if parsed is not None:
             out.setdefault("apiVersion", parsed[0])
             out.setdefault("kind", parsed[1])
     return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def parse_type_token(token: str) -> tuple[str, str] | None:

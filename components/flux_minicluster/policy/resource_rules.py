@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from flux_minicluster.core import certificate, layout
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.policy import certtext
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest, Option, Rule, Settings
 
@@ -29,7 +29,7 @@ def check_curve_cert_in_secret(m: Manifest, s: Settings) -> list[str]:
         f"anyone allowed to read ConfigMaps in namespace {mf.effective_namespace(m)!r} can join "
         "or impersonate the Flux instance"
         for key, text in sorted(mf.data_items(m).items())
-        if certtext.holds_secret_key(text)
+        if certificate.holds_secret_key(text)
     ]
 
 
@@ -253,7 +253,7 @@ CURVE_CERT_IN_SECRET = Rule(
     description="A ZeroMQ CURVE secret key is kept in a Secret, never in a ConfigMap.",
     level="mandatory",
     remediation=(
-        f"Put the certificate in a Secret (key {lbl.CURVE_CERT_KEY!r}) and mount it from there; "
+        f"Put the certificate in a Secret (key {layout.CURVE_FILE!r}) and mount it from there; "
         "then rotate it, since ConfigMap contents are readable by anyone who can list ConfigMaps."
     ),
     resource_check=check_curve_cert_in_secret,

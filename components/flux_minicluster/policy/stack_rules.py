@@ -14,9 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from flux_minicluster.core import hostlist
+from flux_minicluster.core import certificate, hostlist, layout
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.policy import certtext
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest, Rule, Settings
 from flux_minicluster.policy.resource_rules import is_minicluster_job
@@ -68,7 +67,7 @@ def _entrypoint_configmap(job: Manifest, manifests: Sequence[Manifest]) -> Manif
         for m in manifests
         if mf.kind(m) == "ConfigMap"
         and _same_namespace(m, job)
-        and lbl.BROKER_TOML_KEY in mf.as_dict(m.get("data"))
+        and layout.BROKER_TOML in mf.as_dict(m.get("data"))
     ]
     mounted = {
         mf.dig(v, "configMap", "name")
@@ -91,26 +90,24 @@ def _bootstrap_hosts(toml_text: str) -> tuple[dict[str, Any], list[str]] | str:
         doc = tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError as err:
         return (
-            f"{lbl.BROKER_TOML_KEY!r} is not valid TOML ({err}); a broker refuses such a config "
+            f"{layout.BROKER_TOML!r} is not valid TOML ({err}); a broker refuses such a config "
             "or, if it ends inside an unclosed array, hangs at 100% CPU"
         )
     bootstrap = doc.get("bootstrap")
     if not isinstance(bootstrap, dict):
-        return (
-            f"{lbl.BROKER_TOML_KEY!r} has no [bootstrap] table, so brokers cannot find each other"
-        )
+        return f"{layout.BROKER_TOML!r} has no [bootstrap] table, so brokers cannot find each other"
     entries = bootstrap.get("hosts")
     if not isinstance(entries, list) or not entries:
-        return f'{lbl.BROKER_TOML_KEY!r} [bootstrap] has no hosts = [ {{ host = "..." }}, ... ]'
+        return f'{layout.BROKER_TOML!r} [bootstrap] has no hosts = [ {{ host = "..." }}, ... ]'
     hosts: list[str] = []
     for i, entry in enumerate(entries):
         host = entry.get("host") if isinstance(entry, dict) else None
         if not isinstance(host, str):
-            return f'{lbl.BROKER_TOML_KEY!r} [bootstrap] hosts[{i}] has no host = "..." string'
+            return f'{layout.BROKER_TOML!r} [bootstrap] hosts[{i}] has no host = "..." string'
         try:
             hosts.extend(hostlist.expand(host))
         except ValueError as err:
-            return f"{lbl.BROKER_TOML_KEY!r} [bootstrap] hosts[{i}]: {err}"
+            return f"{layout.BROKER_TOML!r} [bootstrap] hosts[{i}]: {err}"
     return bootstrap, hosts
 
 
@@ -184,12 +181,12 @@ def _check_cluster_hosts(job: Manifest, manifests: Sequence[Manifest]) -> list[F
         out.append(
             (
                 job,
-                f"no ConfigMap with a {lbl.BROKER_TOML_KEY!r} key found for this Job (neither "
+                f"no ConfigMap with a {layout.BROKER_TOML!r} key found for this Job (neither "
                 f"mounted by its pods nor labelled {lbl.CLUSTER_LABEL}={mf.cluster_of(job)})",
             )
         )
         return out
-    parsed = _bootstrap_hosts(str(mf.as_dict(cm.get("data"))[lbl.BROKER_TOML_KEY]))
+    parsed = _bootstrap_hosts(str(mf.as_dict(cm.get("data"))[layout.BROKER_TOML]))
     if isinstance(parsed, str):
         out.append((cm, parsed))
         return out
@@ -220,19 +217,19 @@ def _check_cluster_hosts(job: Manifest, manifests: Sequence[Manifest]) -> list[F
             )
         )
 
-    written = mf.as_dict(cm.get("data")).get(lbl.HOSTLIST_KEY)
+    written = mf.as_dict(cm.get("data")).get(layout.HOSTLIST)
     if isinstance(written, str):
         try:
             listed = hostlist.expand(written.strip())
         except ValueError as err:
-            out.append((cm, f"{lbl.HOSTLIST_KEY!r}: {err}"))
+            out.append((cm, f"{layout.HOSTLIST!r}: {err}"))
         else:
             if listed != hosts:
                 out.append(
                     (
                         cm,
-                        f"{lbl.HOSTLIST_KEY!r} ({written.strip()}) and [bootstrap] hosts in "
-                        f"{lbl.BROKER_TOML_KEY!r} expand to different lists; the resource set "
+                        f"{layout.HOSTLIST!r} ({written.strip()}) and [bootstrap] hosts in "
+                        f"{layout.BROKER_TOML!r} expand to different lists; the resource set "
                         "(R) is encoded from the former and ranks from the latter",
                     )
                 )
@@ -281,7 +278,7 @@ def _check_group_certificates(group: str, members: list[Manifest]) -> list[Findi
         if mf.kind(m) == "Secret"
         and (
             lbl.CURVE_PUBLIC_KEY_ANNOTATION in mf.annotations_of(m)
-            or lbl.CURVE_CERT_KEY in mf.data_items(m)
+            or layout.CURVE_FILE in mf.data_items(m)
         )
     ]
     out: list[Finding] = []
@@ -298,14 +295,14 @@ def _check_group_certificates(group: str, members: list[Manifest]) -> list[Findi
                 )
             )
             continue
-        text = mf.data_items(secret).get(lbl.CURVE_CERT_KEY)
-        actual = certtext.public_key(text) if text is not None else None
+        text = mf.data_items(secret).get(layout.CURVE_FILE)
+        actual = certificate.public_key_in(text) if text is not None else None
         if actual is not None and actual != key:
             out.append(
                 (
                     secret,
                     f"annotation {lbl.CURVE_PUBLIC_KEY_ANNOTATION} ({key}) does not match the "
-                    f"public key in {lbl.CURVE_CERT_KEY!r} ({actual})",
+                    f"public key in {layout.CURVE_FILE!r} ({actual})",
                 )
             )
         keyed.append((secret, key))
@@ -330,13 +327,13 @@ def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]
     for cm in members:
         if mf.kind(cm) != "ConfigMap":
             continue
-        written = mf.as_dict(cm.get("data")).get(lbl.HOSTLIST_KEY)
+        written = mf.as_dict(cm.get("data")).get(layout.HOSTLIST)
         if not isinstance(written, str):
             continue
         try:
             expanded.append((cm, hostlist.expand(written.strip())))
         except ValueError as err:
-            out.append((cm, f"{lbl.HOSTLIST_KEY!r}: {err}"))
+            out.append((cm, f"{layout.HOSTLIST!r}: {err}"))
     if not expanded:
         return out
     ref = _reference(group, [m for m, _ in expanded])

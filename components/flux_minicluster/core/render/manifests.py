@@ -30,86 +30,74 @@ Improvements over the operator, each deliberate:
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Final, Literal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
 
 import yaml
 
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core import layout, placeholders
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.render import layout, placeholders, pod, volumes
+from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.render import pod, volumes
 from flux_minicluster.core.render.scripts import entrypoint_data
-from flux_minicluster.core.spec import DEFAULT_LEAD_PORT
 
 __all__ = [
-    "BROKER_PORT_NAME",
     "WAIT_MODES",
+    "Manifest",
+    "Rendering",
     "Wait",
     "await_annotations",
+    "broker_config_hash",
     "lead_service",
     "render",
-    "role",
     "to_yaml",
 ]
 
+Manifest = dict[str, Any]
 Wait = Literal["none", "ready", "complete"]
-WAIT_MODES: Final[tuple[str, ...]] = ("none", "ready", "complete")
-BROKER_PORT_NAME: Final = "flux-broker"
-# The port every broker binds (broker.toml's default_port); the lead Service forwards to it.
-BROKER_PORT: Final = DEFAULT_LEAD_PORT
+WAIT_MODES: Final[tuple[str, ...]] = get_args(Wait)
 
 
 # --- shared pieces --------------------------------------------------------------------------
 
 
-def _labels(mc: MiniClusterDefinition) -> dict[str, str]:
+def _labels(plan: MiniClusterPlan) -> dict[str, str]:
     """Labels on every object: the MiniCluster's own metadata labels, then ours (which win).
 
     There is no MiniCluster object in the cluster to carry the user's labels, so its children do.
     """
     return {
-        **mc.labels,
-        lbl.NAME_LABEL: mc.name,
+        **plan.definition.labels,
+        lbl.NAME_LABEL: plan.name,
         lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
-        lbl.CLUSTER_LABEL: mc.name,
+        lbl.CLUSTER_LABEL: plan.name,
     }
 
 
-def _burst_labels(mc: MiniClusterDefinition) -> dict[str, str]:
+def _burst_labels(plan: MiniClusterPlan) -> dict[str, str]:
     """Our labels plus the burst group (named after the lead) for a root or bursted cluster."""
-    labels = _labels(mc)
-    bursting = mc.spec.flux.bursting
-    if bursting.lead_broker is not None:
-        labels[lbl.BURST_GROUP_LABEL] = bursting.lead_broker.name
-    elif bursting.clusters:
-        labels[lbl.BURST_GROUP_LABEL] = mc.name
+    labels = _labels(plan)
+    if plan.burst_group is not None:
+        labels[lbl.BURST_GROUP_LABEL] = plan.burst_group
     return labels
 
 
 def _metadata(
-    mc: MiniClusterDefinition,
+    plan: MiniClusterPlan,
     name: str,
     labels: dict[str, str],
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": mc.namespace, "labels": labels}
+    meta: dict[str, Any] = {"name": name, "namespace": plan.namespace, "labels": labels}
     if annotations:
         meta["annotations"] = annotations
     return meta
 
 
-def role(mc: MiniClusterDefinition) -> str:
-    """``burst`` joins a lead elsewhere, ``root`` declares clusters to burst to, else standalone."""
-    bursting = mc.spec.flux.bursting
-    if bursting.lead_broker is not None:
-        return "burst"
-    if bursting.clusters:
-        return "root"
-    return "standalone"
-
-
-def await_annotations(mc: MiniClusterDefinition, wait: Wait) -> dict[str, str]:
+def await_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
     """How long ``pulumi up`` waits for the Job.
 
     * a persistent cluster never completes, and Pulumi's default Job await waits for completion,
@@ -121,34 +109,34 @@ def await_annotations(mc: MiniClusterDefinition, wait: Wait) -> dict[str, str]:
     """
     if wait not in WAIT_MODES:
         raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
-    if mc.spec.persistent or wait == "none":
+    if plan.persistent or wait == "none":
         return {lbl.SKIP_AWAIT_ANNOTATION: "true"}
     if wait == "ready":
-        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={mc.spec.size}"}
+        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}"}
     return {}
 
 
 def _broker_port() -> dict[str, Any]:
     return {
-        "name": BROKER_PORT_NAME,
-        "port": BROKER_PORT,
-        "targetPort": BROKER_PORT,
+        "name": layout.BROKER_PORT_NAME,
+        "port": layout.BROKER_PORT,
+        "targetPort": layout.BROKER_PORT,
         "protocol": "TCP",
     }
 
 
-def _rank0_selector(mc: MiniClusterDefinition) -> dict[str, str]:
-    return {lbl.JOB_NAME_LABEL: mc.name, lbl.COMPLETION_INDEX_LABEL: "0"}
+def _rank0_selector(plan: MiniClusterPlan) -> dict[str, str]:
+    return {lbl.JOB_NAME_LABEL: plan.name, lbl.COMPLETION_INDEX_LABEL: "0"}
 
 
 # --- the objects ----------------------------------------------------------------------------
 
 
-def _config_map(mc: MiniClusterDefinition, data: dict[str, str]) -> dict[str, Any]:
+def _config_map(plan: MiniClusterPlan, data: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(mc, mc.entrypoint_name, _burst_labels(mc)),
+        "metadata": _metadata(plan, plan.names.entrypoint, _burst_labels(plan)),
         "data": data,
     }
 
@@ -163,22 +151,22 @@ def _certificate(certificate: str | None) -> tuple[str, str]:
         raise SpecError(Problem("curve certificate", str(err))) from None
 
 
-def _curve_secret(mc: MiniClusterDefinition, text: str, public_key: str) -> dict[str, Any]:
+def _curve_secret(plan: MiniClusterPlan, text: str, public_key: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": _metadata(
-            mc,
-            mc.curve_secret_name,
-            _burst_labels(mc),
+            plan,
+            plan.names.curve_secret,
+            _burst_labels(plan),
             {lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key},
         ),
         "type": "Opaque",
-        "stringData": {lbl.CURVE_CERT_KEY: text},
+        "stringData": {layout.CURVE_FILE: text},
     }
 
 
-def _services_pod(mc: MiniClusterDefinition) -> dict[str, Any]:
+def _services_pod(plan: MiniClusterPlan) -> dict[str, Any]:
     """The bare Pod that runs ``spec.services``, resolvable as ``<name>-services.<headless>``.
 
     It shares the pod-level settings that let it schedule and pull where the brokers do (service
@@ -186,17 +174,17 @@ def _services_pod(mc: MiniClusterDefinition) -> dict[str, Any]:
     but not the broker-only ones: no (anti)affinity to broker pods, no scheduler name (a gang
     scheduler would wait for a group this pod is not part of), no overhead, no host namespaces.
     """
-    services = mc.spec.services
-    metadata = _metadata(mc, mc.services_pod_name, pod.services_pod_labels(mc))
-    if mc.spec.pod.annotations:
-        metadata["annotations"] = dict(mc.spec.pod.annotations)
+    services = plan.spec.services
+    metadata = _metadata(plan, plan.names.services_pod, pod.services_pod_labels(plan))
+    if plan.spec.pod.annotations:
+        metadata["annotations"] = dict(plan.spec.pod.annotations)
     spec: dict[str, Any] = {
-        "hostname": mc.services_pod_name,
-        "subdomain": _services_subdomain(mc),
+        "hostname": plan.names.services_pod,
+        "subdomain": _services_subdomain(plan),
         "setHostnameAsFQDN": False,
-        **pod.common_pod_fields(mc, services),
+        **pod.common_pod_fields(plan, services),
     }
-    if affinity := pod.affinity(mc, brokers=False):
+    if affinity := pod.affinity(plan, brokers=False):
         spec["affinity"] = affinity
     spec["containers"] = [pod.service_container(c) for c in services]
     if user := volumes.user_volumes(services):
@@ -204,7 +192,7 @@ def _services_pod(mc: MiniClusterDefinition) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def _services_subdomain(mc: MiniClusterDefinition) -> str:
+def _services_subdomain(plan: MiniClusterPlan) -> str:
     """The headless Service the services Pod resolves under.
 
     Normally the MiniCluster's own, as with the operator. With ``minimalService`` that Service
@@ -212,42 +200,44 @@ def _services_subdomain(mc: MiniClusterDefinition) -> str:
     index label, so the services Pod gets a headless Service of its own, named like the pod:
     ``<name>-services.<ns>.svc`` (and ``<name>-services.<name>-services.<ns>.svc``) resolve.
     """
-    return mc.services_pod_name if mc.spec.flux.minimal_service else mc.headless_name
+    return (
+        plan.names.services_pod if plan.spec.flux.minimal_service else plan.names.headless_service
+    )
 
 
-def _headless_service(mc: MiniClusterDefinition) -> dict[str, Any]:
+def _headless_service(plan: MiniClusterPlan) -> dict[str, Any]:
     spec: dict[str, Any] = {"clusterIP": "None", "publishNotReadyAddresses": True}
-    if mc.spec.flux.minimal_service:
-        spec["selector"] = _rank0_selector(mc)
+    if plan.spec.flux.minimal_service:
+        spec["selector"] = _rank0_selector(plan)
         spec["ports"] = [_broker_port()]
     else:
-        spec["selector"] = {lbl.JOB_NAME_LABEL: mc.name}
+        spec["selector"] = {lbl.JOB_NAME_LABEL: plan.name}
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(mc, mc.headless_name, _labels(mc)),
+        "metadata": _metadata(plan, plan.names.headless_service, _labels(plan)),
         "spec": spec,
     }
 
 
-def _services_headless_service(mc: MiniClusterDefinition) -> dict[str, Any]:
+def _services_headless_service(plan: MiniClusterPlan) -> dict[str, Any]:
     """With minimalService only: the headless Service that names the services Pod."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(mc, mc.services_pod_name, _labels(mc)),
+        "metadata": _metadata(plan, plan.names.services_pod, _labels(plan)),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": {
-                lbl.JOB_NAME_LABEL: mc.name,
+                lbl.JOB_NAME_LABEL: plan.name,
                 pod.COMPONENT_LABEL: pod.SERVICES_COMPONENT,
             },
         },
     }
 
 
-def _sidecar_services(mc: MiniClusterDefinition) -> list[dict[str, Any]]:
+def _sidecar_services(plan: MiniClusterPlan) -> list[dict[str, Any]]:
     """A ClusterIP Service per sidecar with ports, named after the container, as the operator.
 
     The operator selects ``app.kubernetes.io/name`` alone, which also takes in the services Pod
@@ -255,17 +245,17 @@ def _sidecar_services(mc: MiniClusterDefinition) -> list[dict[str, Any]]:
     the broker pods carry, keeps the endpoints to the pods that run the sidecar.
     """
     out = []
-    for container in mc.spec.containers:
+    for container in plan.spec.containers:
         if container.run_flux or not container.ports:
             continue
         out.append(
             {
                 "apiVersion": "v1",
                 "kind": "Service",
-                "metadata": _metadata(mc, container.name or "", _labels(mc)),
+                "metadata": _metadata(plan, container.name or "", _labels(plan)),
                 "spec": {
                     "type": "ClusterIP",
-                    "selector": {lbl.NAME_LABEL: mc.name, lbl.HPA_SELECTOR_LABEL: mc.name},
+                    "selector": {lbl.NAME_LABEL: plan.name, lbl.HPA_SELECTOR_LABEL: plan.name},
                     "ports": [
                         {"name": f"port-{p}", "port": p, "targetPort": p, "protocol": "TCP"}
                         for p in container.ports
@@ -276,15 +266,15 @@ def _sidecar_services(mc: MiniClusterDefinition) -> list[dict[str, Any]]:
     return out
 
 
-def _job_pod_spec(mc: MiniClusterDefinition, entrypoint_keys: list[str]) -> dict[str, Any]:
-    s = mc.spec
+def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str, Any]:
+    s = plan.spec
     spec: dict[str, Any] = {
         # The Job controller sets hostname <name>-<index>; with this subdomain each broker
         # resolves as <name>-<i>.<headless>.<ns>.svc.cluster.local. `hostname` must stay short
         # (setHostnameAsFQDN false): the entrypoint compares it with <name>-0.
-        "subdomain": mc.headless_name,
+        "subdomain": plan.names.headless_service,
         "setHostnameAsFQDN": False,
-        **pod.common_pod_fields(mc, s.containers),
+        **pod.common_pod_fields(plan, s.containers),
         "shareProcessNamespace": s.share_process_namespace,
     }
     if s.pod.scheduler_name:
@@ -295,72 +285,75 @@ def _job_pod_spec(mc: MiniClusterDefinition, entrypoint_keys: list[str]) -> dict
         spec["hostIPC"] = True
     if s.pod.resources:
         spec["overhead"] = {k: volumes.quantity(v) for k, v in s.pod.resources.items()}
-    if affinity := pod.affinity(mc, brokers=True):
+    if affinity := pod.affinity(plan, brokers=True):
         spec["affinity"] = affinity
-    spec["initContainers"] = [pod.init_container(mc)]
-    spec["containers"] = [pod.job_container(mc, i, c) for i, c in enumerate(s.containers)]
-    spec["volumes"] = volumes.system_volumes(mc, entrypoint_keys) + volumes.user_volumes(
+    spec["initContainers"] = [pod.init_container(plan)]
+    spec["containers"] = [pod.job_container(plan, i, c) for i, c in enumerate(s.containers)]
+    spec["volumes"] = volumes.system_volumes(plan, entrypoint_keys) + volumes.user_volumes(
         s.containers
     )
     return spec
 
 
-def broker_config_hash(mc: MiniClusterDefinition, data: dict[str, str]) -> str:
+def broker_config_hash(broker_toml: str, hostlist: str, lead_address: str | None) -> str:
     """A digest of what every broker must agree on: the broker config and the rank order.
 
     On the pod template it makes a hostlist change (a new maxSize, a new burst cluster) replace
     the Job, so no broker runs with an old rank order. The entrypoint scripts are left out: their
     size-dependent values change on a resize, which must not restart the cluster. So is a burst
-    cluster's lead address, which the Pulumi layer fills in only once the root has one.
+    cluster's lead address (it is digested as its placeholder), which the Pulumi layer fills in
+    only once the root has one. ``hostlist`` is the file's text, as in the ConfigMap.
     """
-    lead = mc.spec.flux.bursting.lead_broker
     digest = hashlib.sha256()
-    for key in (layout.BROKER_TOML, layout.HOSTLIST):
-        text = data.get(key, "")
-        if lead is not None:
-            text = text.replace(lead.address, "<lead-address>")
+    for key, text in ((layout.BROKER_TOML, broker_toml), (layout.HOSTLIST, hostlist)):
+        if lead_address is not None:
+            text = text.replace(lead_address, placeholders.LEAD_ADDRESS)
         digest.update(key.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()[:16]
 
 
 def _job(
-    mc: MiniClusterDefinition, data: dict[str, str], wait: Wait, public_key: str
+    plan: MiniClusterPlan, data: dict[str, str], wait: Wait, public_key: str
 ) -> dict[str, Any]:
     entrypoint_keys = list(data)
-    s = mc.spec
+    s = plan.spec
     annotations = {
         lbl.MAX_SIZE_ANNOTATION: str(s.max_size),
-        lbl.LIFECYCLE_ANNOTATION: "persistent" if s.persistent else "ephemeral",
-        lbl.ROLE_ANNOTATION: role(mc),
-        **await_annotations(mc, wait),
+        lbl.LIFECYCLE_ANNOTATION: "persistent" if plan.persistent else "ephemeral",
+        lbl.ROLE_ANNOTATION: plan.role.value,
+        **await_annotations(plan, wait),
     }
     # The certificate's public key on the pod template: a new certificate (a rotation) changes
     # the template, so every broker restarts with it together instead of a restarted pod holding
     # a certificate its peers do not. Public, so it may be shown.
     template_meta: dict[str, Any] = {
-        "labels": pod.pod_labels(mc),
+        "labels": pod.pod_labels(plan),
         "annotations": {
             **s.pod.annotations,
             lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key,
-            lbl.BROKER_CONFIG_HASH_ANNOTATION: broker_config_hash(mc, data),
+            lbl.BROKER_CONFIG_HASH_ANNOTATION: broker_config_hash(
+                data[layout.BROKER_TOML],
+                data[layout.HOSTLIST],
+                plan.lead_broker.address if plan.lead_broker else None,
+            ),
         },
     }
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": s.size,
         "parallelism": s.size,
-        "backoffLimit": s.effective_backoff_limit,
+        "backoffLimit": plan.backoff_limit,
         "activeDeadlineSeconds": s.deadline_seconds,
     }
     if s.cleanup:
         # The operator deletes the whole MiniCluster when rank 0 finishes; the Job controller
         # can do the equivalent for the Job and its pods without anyone watching.
         spec["ttlSecondsAfterFinished"] = 0
-    spec["template"] = {"metadata": template_meta, "spec": _job_pod_spec(mc, entrypoint_keys)}
+    spec["template"] = {"metadata": template_meta, "spec": _job_pod_spec(plan, entrypoint_keys)}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(mc, mc.name, {**s.job_labels, **_labels(mc)}, annotations),
+        "metadata": _metadata(plan, plan.name, {**s.job_labels, **_labels(plan)}, annotations),
         "spec": spec,
     }
 
@@ -368,13 +361,48 @@ def _job(
 # --- public API -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Rendering:
+    """The Kubernetes objects of one MiniCluster, each in its own field.
+
+    The component registers from these fields (the Job and the headless Service it needs by role,
+    not by searching a list); ``objects()`` lists them in creation order for YAML and checks.
+    """
+
+    plan: MiniClusterPlan
+    entrypoint: Manifest
+    """ConfigMap ``<name>-entrypoint``: scripts, broker.toml, hostlist."""
+    curve_secret: Manifest
+    services_pod: Manifest | None
+    headless_service: Manifest
+    services_service: Manifest | None
+    """With minimalService and services: the headless Service that names the services Pod."""
+    sidecar_services: tuple[Manifest, ...]
+    job: Manifest
+
+    def objects(self) -> list[Manifest]:
+        """Every object, in creation order (the Job last: it mounts what comes before it)."""
+        return list(self._in_order())
+
+    def _in_order(self) -> Iterator[Manifest]:
+        yield self.entrypoint
+        yield self.curve_secret
+        if self.services_pod is not None:
+            yield self.services_pod
+        yield self.headless_service
+        if self.services_service is not None:
+            yield self.services_service
+        yield from self.sidecar_services
+        yield self.job
+
+
 def render(
-    mc: MiniClusterDefinition,
+    plan: MiniClusterPlan,
     certificate: str | None = None,
     *,
     wait: Wait = "ready",
-) -> list[dict[str, Any]]:
-    """Every object of the MiniCluster, in creation order.
+) -> Rendering:
+    """Every object of the MiniCluster.
 
     ``certificate`` is the CURVE certificate text. When it is None (the Pulumi layer, which holds
     the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and
@@ -384,25 +412,31 @@ def render(
     """
     if wait not in WAIT_MODES:
         raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
-    data = entrypoint_data(mc)
+    data = entrypoint_data(plan)
     text, public_key = _certificate(certificate)
-    objects = [_config_map(mc, data), _curve_secret(mc, text, public_key)]
-    if mc.spec.services:
-        objects.append(_services_pod(mc))
-    objects.append(_headless_service(mc))
-    if mc.spec.services and mc.spec.flux.minimal_service:
-        objects.append(_services_headless_service(mc))
-    objects += _sidecar_services(mc)
-    objects.append(_job(mc, data, wait, public_key))
-    return objects
+    services = bool(plan.spec.services)
+    return Rendering(
+        plan=plan,
+        entrypoint=_config_map(plan, data),
+        curve_secret=_curve_secret(plan, text, public_key),
+        services_pod=_services_pod(plan) if services else None,
+        headless_service=_headless_service(plan),
+        services_service=(
+            _services_headless_service(plan)
+            if services and plan.spec.flux.minimal_service
+            else None
+        ),
+        sidecar_services=tuple(_sidecar_services(plan)),
+        job=_job(plan, data, wait, public_key),
+    )
 
 
 def lead_service(
-    mc: MiniClusterDefinition,
+    plan: MiniClusterPlan,
     *,
     service_type: Literal["LoadBalancer", "NodePort"] = "LoadBalancer",
     annotations: dict[str, str] | None = None,
-    port: int = DEFAULT_LEAD_PORT,
+    port: int = layout.BROKER_PORT,
     node_port: int | None = None,
 ) -> dict[str, Any]:
     """Service ``<name>-lead``: rank 0's broker port, reachable from outside the cluster.
@@ -422,12 +456,14 @@ def lead_service(
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(mc, f"{mc.name}-lead", _labels(mc), dict(annotations or {})),
+        "metadata": _metadata(
+            plan, plan.names.lead_service, _labels(plan), dict(annotations or {})
+        ),
         "spec": {
             "type": service_type,
             # The lead must be reachable while it starts, like within the cluster.
             "publishNotReadyAddresses": True,
-            "selector": _rank0_selector(mc),
+            "selector": _rank0_selector(plan),
             "ports": [service_port],
         },
     }

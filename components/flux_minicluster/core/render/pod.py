@@ -19,8 +19,9 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.render import layout, volumes
+from flux_minicluster.core import layout
+from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.render import volumes
 from flux_minicluster.core.spec import Container, PodSpec, Resources
 
 __all__ = [
@@ -133,9 +134,9 @@ def _container(
     return out
 
 
-def init_container(mc: MiniClusterDefinition) -> dict[str, Any]:
+def init_container(plan: MiniClusterPlan) -> dict[str, Any]:
     """The flux view: copies Flux into the shared emptyDir and writes the broker config."""
-    view = mc.spec.flux.container
+    view = plan.spec.flux.container
     out: dict[str, Any] = {
         "name": view.name,
         "image": view.image,
@@ -150,20 +151,20 @@ def init_container(mc: MiniClusterDefinition) -> dict[str, Any]:
         out["securityContext"] = dump(view.security_context)
     out["stdin"] = True
     out["tty"] = True
-    out["volumeMounts"] = volumes.init_mounts(mc)
+    out["volumeMounts"] = volumes.init_mounts(plan)
     return out
 
 
-def job_container(mc: MiniClusterDefinition, index: int, container: Container) -> dict[str, Any]:
+def job_container(plan: MiniClusterPlan, index: int, container: Container) -> dict[str, Any]:
     """Container ``index`` of the Job pod: the Flux broker, or a sidecar."""
     script: str | None
     if container.run_flux:
-        name, script = mc.name, layout.wait_script(index)
+        name, script = plan.name, layout.wait_script(index)
     else:
         name = container.name or ""
         script = layout.start_script(index) if container.wrapped else None
     command = ["/bin/bash", f"{layout.ENTRYPOINT_DIR}/{script}"] if script else None
-    return _container(name, container, command, volumes.container_mounts(mc, container))
+    return _container(name, container, command, volumes.container_mounts(plan, container))
 
 
 def service_container(container: Container) -> dict[str, Any]:
@@ -171,19 +172,19 @@ def service_container(container: Container) -> dict[str, Any]:
     return _container(container.name or "", container, None, volumes.user_mounts(container))
 
 
-def pod_labels(mc: MiniClusterDefinition) -> dict[str, str]:
+def pod_labels(plan: MiniClusterPlan) -> dict[str, str]:
     """The Job pod template's labels: the user's, then the operator's (which win)."""
     return {
-        **mc.spec.pod.labels,
-        "namespace": mc.namespace,
+        **plan.spec.pod.labels,
+        "namespace": plan.namespace,
         lbl.OPERATOR_POD_LABELS_APP[0]: lbl.OPERATOR_POD_LABELS_APP[1],
-        lbl.NAME_LABEL: mc.name,
-        lbl.HPA_SELECTOR_LABEL: mc.name,
-        lbl.CLUSTER_LABEL: mc.name,
+        lbl.NAME_LABEL: plan.name,
+        lbl.HPA_SELECTOR_LABEL: plan.name,
+        lbl.CLUSTER_LABEL: plan.name,
     }
 
 
-def services_pod_labels(mc: MiniClusterDefinition) -> dict[str, str]:
+def services_pod_labels(plan: MiniClusterPlan) -> dict[str, str]:
     """The services Pod's labels.
 
     ``job-name`` puts it into the headless Service, as with the operator. It carries no
@@ -191,14 +192,14 @@ def services_pod_labels(mc: MiniClusterDefinition) -> dict[str, str]:
     sidecar port Services from sending traffic to this pod, which does not serve those ports.
     """
     return {
-        **mc.spec.pod.labels,
-        "namespace": mc.namespace,
+        **plan.spec.pod.labels,
+        "namespace": plan.namespace,
         lbl.OPERATOR_POD_LABELS_APP[0]: lbl.OPERATOR_POD_LABELS_APP[1],
-        lbl.NAME_LABEL: mc.name,
+        lbl.NAME_LABEL: plan.name,
         lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
-        lbl.CLUSTER_LABEL: mc.name,
+        lbl.CLUSTER_LABEL: plan.name,
         COMPONENT_LABEL: SERVICES_COMPONENT,
-        lbl.JOB_NAME_LABEL: mc.name,
+        lbl.JOB_NAME_LABEL: plan.name,
     }
 
 
@@ -219,7 +220,7 @@ def _node_affinity(pod: PodSpec) -> dict[str, Any] | None:
     }
 
 
-def _preferred(mc: MiniClusterDefinition, topology_key: str) -> dict[str, Any]:
+def _preferred(plan: MiniClusterPlan, topology_key: str) -> dict[str, Any]:
     return {
         "preferredDuringSchedulingIgnoredDuringExecution": [
             {
@@ -227,7 +228,7 @@ def _preferred(mc: MiniClusterDefinition, topology_key: str) -> dict[str, Any]:
                 "podAffinityTerm": {
                     "labelSelector": {
                         "matchExpressions": [
-                            {"key": lbl.NAME_LABEL, "operator": "In", "values": [mc.name]}
+                            {"key": lbl.NAME_LABEL, "operator": "In", "values": [plan.name]}
                         ]
                     },
                     "topologyKey": topology_key,
@@ -237,17 +238,17 @@ def _preferred(mc: MiniClusterDefinition, topology_key: str) -> dict[str, Any]:
     }
 
 
-def affinity(mc: MiniClusterDefinition, *, brokers: bool) -> dict[str, Any] | None:
+def affinity(plan: MiniClusterPlan, *, brokers: bool) -> dict[str, Any] | None:
     """Soft "same zone, different nodes" for brokers (unless disabled), plus pod.nodeAffinity.
 
     Both pod rules are preferences, as with the operator: pods pack onto fewer nodes when the
     cluster is short of nodes rather than stay Pending.
     """
     out: dict[str, Any] = {}
-    if brokers and not mc.spec.network.disable_affinity:
-        out["podAffinity"] = _preferred(mc, ZONE_TOPOLOGY)
-        out["podAntiAffinity"] = _preferred(mc, HOST_TOPOLOGY)
-    if node := _node_affinity(mc.spec.pod):
+    if brokers and not plan.spec.network.disable_affinity:
+        out["podAffinity"] = _preferred(plan, ZONE_TOPOLOGY)
+        out["podAntiAffinity"] = _preferred(plan, HOST_TOPOLOGY)
+    if node := _node_affinity(plan.spec.pod):
         out["nodeAffinity"] = node
     return out or None
 
@@ -257,13 +258,13 @@ def image_pull_secrets(containers: Iterable[Container]) -> list[dict[str, str]]:
     return [{"name": name} for name in names if name]
 
 
-def common_pod_fields(mc: MiniClusterDefinition, containers: Iterable[Container]) -> dict[str, Any]:
+def common_pod_fields(plan: MiniClusterPlan, containers: Iterable[Container]) -> dict[str, Any]:
     """Pod fields the broker pods and the services Pod share, each only when the spec sets it.
 
     ``automountServiceAccountToken`` is always written (false by default), as the operator does:
     brokers do not talk to the API server, so they get no token unless asked.
     """
-    pod = mc.spec.pod
+    pod = plan.spec.pod
     out: dict[str, Any] = {"restartPolicy": pod.restart_policy or DEFAULT_RESTART_POLICY}
     if pod.service_account_name:
         out["serviceAccountName"] = pod.service_account_name

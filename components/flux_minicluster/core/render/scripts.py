@@ -1,12 +1,12 @@
 """The scripts and configs every MiniCluster pod runs: the ``<name>-entrypoint`` ConfigMap's data.
 
-``entrypoint_data(mc)`` returns every key of that ConfigMap, in sorted order:
+``entrypoint_data(plan)`` returns every key of that ConfigMap, in sorted order:
 
 * ``flux-init.sh``: the init container (flux-view image) copies the view, lays out the config
   tree and copies ``broker.toml`` and ``hostlist`` into place from the mounted ConfigMap;
 * ``wait-<i>.sh``: the Flux container; rank 0 runs the user's work, every other rank joins;
 * ``start-<i>.sh``: each wrapped sidecar; it gets Flux on its PATH and waits for the socket;
-* ``broker.toml`` and ``hostlist``: see ``flux_minicluster.core.render.broker``.
+* ``broker.toml``: see ``flux_minicluster.core.render.broker``; ``hostlist``: the plan's.
 
 The behaviour follows the Flux Operator's ``wait.sh``/``start.sh``/``flux-init.sh``, so an
 operator user finds what they know, with its bugs fixed rather than copied:
@@ -32,11 +32,11 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 
 from __future__ import annotations
 
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.render import layout, templates
-from flux_minicluster.core.render.broker import broker_toml, config_paths, hostlist_for
-from flux_minicluster.core.render.templates import shquote
+from flux_minicluster.core import layout, templating
+from flux_minicluster.core.plan import MiniClusterPlan, Mode, Role
+from flux_minicluster.core.render.broker import broker_toml
 from flux_minicluster.core.spec import DEFAULT_LOGS_DIR, Container
+from flux_minicluster.core.templating import shquote
 
 __all__ = [
     "BATCH_FILE",
@@ -66,52 +66,45 @@ WORKER_MAX_DELAY = 8
 SOCKET_WAIT_SECONDS = 600
 
 
-def entrypoint_data(mc: MiniClusterDefinition) -> dict[str, str]:
+def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
     """Every key of the ``<name>-entrypoint`` ConfigMap and its content, keys sorted."""
     data = {
-        layout.INIT_SCRIPT: init_script(mc),
-        layout.BROKER_TOML: broker_toml(mc),
-        layout.HOSTLIST: hostlist_for(mc) + "\n",
-        layout.wait_script(mc.spec.flux_index): wait_script(mc),
+        layout.INIT_SCRIPT: init_script(plan),
+        layout.BROKER_TOML: broker_toml(plan),
+        layout.HOSTLIST: plan.hostlist + "\n",
+        layout.wait_script(plan.flux_index): wait_script(plan),
     }
-    for index, container in enumerate(mc.spec.containers):
+    for index, container in enumerate(plan.spec.containers):
         if container.wrapped:
-            data[layout.start_script(index)] = start_script(mc, index)
+            data[layout.start_script(index)] = start_script(plan, index)
     return {key: data[key] for key in sorted(data)}
 
 
-def init_script(mc: MiniClusterDefinition) -> str:
+def init_script(plan: MiniClusterPlan) -> str:
     """The init container's ``flux-init.sh``."""
-    return templates.render(INIT_TEMPLATE, **_common(mc, mc.spec.flux_container))
+    return templating.render(INIT_TEMPLATE, **_common(plan, plan.flux_container))
 
 
-def wait_script(mc: MiniClusterDefinition) -> str:
+def wait_script(plan: MiniClusterPlan) -> str:
     """The Flux container's ``wait-<i>.sh``: rank 0 runs the work, the others join."""
-    spec = mc.spec
-    container = spec.flux_container
+    spec = plan.spec
+    container = plan.flux_container
     command = _text(container.command)
     script = _script_body(container)
     if script:
         command = f"/bin/bash {CUSTOM_SCRIPT}"
-    persistent = spec.persistent
-    if persistent:
-        mode = "persistent"
-    elif container.batch:
-        mode = "batch"
-    elif container.launcher:
-        mode = "launcher"
-    else:
-        mode = "submit"
+    # The script knows four ways to run rank 0; interactive is persistent with a command.
+    mode = Mode.PERSISTENT if plan.persistent else plan.mode
     batch_text = _batch_file(container, command) if container.batch and command else ""
 
-    flags = _flags(mc)
+    flags = _flags(plan)
     program = ""
-    if mode == "submit":
+    if mode is Mode.SUBMIT:
         submit = _text(spec.flux.submit_command) or "flux submit"
         program = f"{submit} {flags} --quiet --watch {command.strip()}"
-    elif mode == "launcher":
+    elif mode is Mode.LAUNCHER:
         program = command.strip()
-    elif mode == "batch":
+    elif mode is Mode.BATCH:
         inner = f"flux batch {flags} --flags waitable {BATCH_FILE} && flux job wait --all"
         program = f"sh -c {shquote(inner)}"
     prefix = _text(container.commands.prefix)
@@ -120,19 +113,19 @@ def wait_script(mc: MiniClusterDefinition) -> str:
     if program and spec.logging.timed:
         program = f"{TIME_BIN} -f {shquote('FLUXTIME fluxsubmit wall time %E')} {program}"
 
-    return templates.render(
+    return templating.render(
         WAIT_TEMPLATE,
-        **_common(mc, container),
-        index=spec.flux_index,
-        burst_child=spec.flux.bursting.lead_broker is not None,
-        mode=mode,
+        **_common(plan, container),
+        index=plan.flux_index,
+        burst_child=plan.role is Role.BURST,
+        mode=mode.value,
         interactive=spec.interactive,
-        persistent=persistent,
+        persistent=plan.persistent,
         program=program,
         wrap=shquote(f"--wrap={spec.flux.wrap}") if spec.flux.wrap else "",
-        broker_options=_broker_options(mc),
+        broker_options=_broker_options(plan),
         archive=spec.archive.path if spec.archive and spec.archive.path else "",
-        environment=_environment_lines(mc),
+        environment=_environment_lines(plan),
         logs=container.logs or DEFAULT_LOGS_DIR,
         script=script,
         script_eof=_delimiter("FLUX_CUSTOM_SCRIPT", script),
@@ -154,9 +147,9 @@ def wait_script(mc: MiniClusterDefinition) -> str:
     )
 
 
-def start_script(mc: MiniClusterDefinition, index: int) -> str:
+def start_script(plan: MiniClusterPlan, index: int) -> str:
     """A wrapped sidecar's ``start-<i>.sh``: Flux on PATH, the socket awaited, then its command."""
-    container = mc.spec.containers[index]
+    container = plan.spec.containers[index]
     if not container.wrapped:
         raise ValueError(
             f"containers[{index}] has no start script (it runs Flux or keeps its entrypoint)"
@@ -165,16 +158,16 @@ def start_script(mc: MiniClusterDefinition, index: int) -> str:
     command = _text(container.command)
     if script and not command:
         command = f"/bin/bash {CUSTOM_SCRIPT}"
-    return templates.render(
+    return templating.render(
         START_TEMPLATE,
-        **_common(mc, container),
+        **_common(plan, container),
         index=index,
         command=command,
         script=script,
         script_eof=_delimiter("FLUX_CUSTOM_SCRIPT", script),
         service_pre=_text(container.commands.service_pre),
         post=_text(container.commands.post),
-        wait_socket=not mc.spec.flux.no_wait_socket,
+        wait_socket=not plan.spec.flux.no_wait_socket,
         socket_wait_seconds=SOCKET_WAIT_SECONDS,
         custom_script=CUSTOM_SCRIPT,
     )
@@ -183,12 +176,12 @@ def start_script(mc: MiniClusterDefinition, index: int) -> str:
 # --- pieces ---------------------------------------------------------------------------------
 
 
-def _common(mc: MiniClusterDefinition, container: Container) -> dict[str, object]:
-    spec = mc.spec
+def _common(plan: MiniClusterPlan, container: Container) -> dict[str, object]:
+    spec = plan.spec
     return {
-        "name": mc.name,
-        "lead_host": mc.lead_host,
-        "paths": config_paths(mc),
+        "name": plan.name,
+        "lead_host": plan.names.lead_host,
+        "paths": plan.paths,
         "entrypoint_dir": layout.ENTRYPOINT_DIR,
         "curve_source": f"{layout.CURVE_DIR}/{layout.CURVE_FILE}",
         "software_dir": layout.SOFTWARE_DIR,
@@ -206,13 +199,13 @@ def _common(mc: MiniClusterDefinition, container: Container) -> dict[str, object
     }
 
 
-def _flags(mc: MiniClusterDefinition) -> str:
+def _flags(plan: MiniClusterPlan) -> str:
     """Node and task flags for flux submit/batch, as the operator builds them.
 
     ``-N <size>`` only when there are at least as many tasks as nodes (otherwise Flux would
     refuse fewer tasks than nodes); ``tasks: 0`` means "one slot per node", ``-N`` alone.
     """
-    spec = mc.spec
+    spec = plan.spec
     if spec.tasks == 0:
         parts = [f"-N {spec.size}"]
     elif spec.tasks >= spec.size:
@@ -227,11 +220,11 @@ def _flags(mc: MiniClusterDefinition) -> str:
     return " ".join(parts)
 
 
-def _broker_options(mc: MiniClusterDefinition) -> list[str]:
+def _broker_options(plan: MiniClusterPlan) -> list[str]:
     """Broker ``-S`` options, each one shell word (the archive is added at run time)."""
-    spec = mc.spec
+    spec = plan.spec
     flux = spec.flux
-    paths = config_paths(mc)
+    paths = plan.paths
     options = [
         shquote(f"-Scron.directory={paths.cron_dir}"),
         "-Stbon.fanout=256",
@@ -239,7 +232,7 @@ def _broker_options(mc: MiniClusterDefinition) -> list[str]:
         shquote(f"-Sstatedir={paths.state_dir}"),
         "-Slog-stderr-mode=local",
     ]
-    if spec.persistent:
+    if plan.persistent:
         # No initial program: the instance stays up until `flux shutdown` or deletion.
         options.append("-Sbroker.rc2_none")
     if not flux.disable_socket:
@@ -248,8 +241,8 @@ def _broker_options(mc: MiniClusterDefinition) -> list[str]:
         options.append(shquote(f"-Stbon.connect_timeout={flux.connect_timeout}"))
     if flux.topology:
         options.append(shquote(f"-Stbon.topo={flux.topology}"))
-    if spec.quorum is not None:
-        options.append(f"-Sbroker.quorum={spec.quorum}")
+    if plan.quorum is not None:
+        options.append(f"-Sbroker.quorum={plan.quorum}")
     if spec.logging.zeromq:
         options.append("-Stbon.zmqdebug=1")
     level = 0 if spec.logging.quiet else flux.log_level
@@ -257,9 +250,9 @@ def _broker_options(mc: MiniClusterDefinition) -> list[str]:
     return options
 
 
-def _environment_lines(mc: MiniClusterDefinition) -> list[str]:
+def _environment_lines(plan: MiniClusterPlan) -> list[str]:
     """``export K=V`` lines for flux-view.sh, each quoted again as one word for printf."""
-    env = mc.spec.flux.environment
+    env = plan.spec.flux.environment
     return [shquote(f"export {key}={shquote(env[key])}") for key in sorted(env)]
 
 

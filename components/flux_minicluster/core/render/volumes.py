@@ -1,6 +1,6 @@
 """Pod volumes and volume mounts: the MiniCluster's own, and the user's ``containers[].volumes``.
 
-The operator's volume code has three quirks that break real specs, fixed here:
+The operator's volume code has four quirks that break real specs, fixed here:
 
 * a configMap volume is named after ``configMapName`` while its mount is named after the map key,
   so the pod is refused unless the two happen to be equal: here the volume is named by the key;
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.render import layout
+from flux_minicluster.core import layout
+from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.spec import Container, ContainerVolume, QuantityValue
 
 __all__ = [
@@ -128,7 +128,7 @@ def user_volumes(containers: Iterable[Container]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def entrypoint_volume(mc: MiniClusterDefinition, keys: Iterable[str]) -> dict[str, Any]:
+def entrypoint_volume(plan: MiniClusterPlan, keys: Iterable[str]) -> dict[str, Any]:
     """The entrypoint ConfigMap as a volume, one item per data key; scripts are executable.
 
     Listing the items makes the kubelet refuse to start a pod whose ConfigMap lacks a script the
@@ -141,24 +141,22 @@ def entrypoint_volume(mc: MiniClusterDefinition, keys: Iterable[str]) -> dict[st
             item["mode"] = SCRIPT_MODE
         items.append(item)
     return {
-        "name": mc.entrypoint_name,
-        "configMap": {"name": mc.entrypoint_name, "defaultMode": FILE_MODE, "items": items},
+        "name": plan.names.entrypoint,
+        "configMap": {"name": plan.names.entrypoint, "defaultMode": FILE_MODE, "items": items},
     }
 
 
-def system_volumes(
-    mc: MiniClusterDefinition, entrypoint_keys: Iterable[str]
-) -> list[dict[str, Any]]:
+def system_volumes(plan: MiniClusterPlan, entrypoint_keys: Iterable[str]) -> list[dict[str, Any]]:
     """The MiniCluster's own volumes, in the operator's order, then the curve Secret."""
     return [
         {"name": layout.SOFTWARE_VOLUME, "emptyDir": {}},
         {"name": layout.HOME_VOLUME, "emptyDir": {}},
-        {"name": mc.spec.flux.container.name, "emptyDir": {}},
-        entrypoint_volume(mc, entrypoint_keys),
+        {"name": plan.spec.flux.container.name, "emptyDir": {}},
+        entrypoint_volume(plan, entrypoint_keys),
         {
             "name": layout.CURVE_VOLUME,
             "secret": {
-                "secretName": mc.curve_secret_name,
+                "secretName": plan.names.curve_secret,
                 "defaultMode": CURVE_MODE,
                 "items": [{"key": layout.CURVE_FILE, "path": layout.CURVE_FILE}],
             },
@@ -166,29 +164,29 @@ def system_volumes(
     ]
 
 
-def init_mounts(mc: MiniClusterDefinition) -> list[dict[str, Any]]:
+def init_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
     """The flux view init container: home, the view emptyDir, the scripts (read-only)."""
     return [
         _mount(layout.HOME_VOLUME, layout.HOME_DIR),
-        _mount(mc.spec.flux.container.name, mc.spec.flux.container.mount_path),
-        _mount(mc.entrypoint_name, layout.ENTRYPOINT_DIR, read_only=True),
+        _mount(plan.spec.flux.container.name, plan.spec.flux.container.mount_path),
+        _mount(plan.names.entrypoint, layout.ENTRYPOINT_DIR, read_only=True),
     ]
 
 
-def flux_mounts(mc: MiniClusterDefinition, *, curve: bool) -> list[dict[str, Any]]:
+def flux_mounts(plan: MiniClusterPlan, *, curve: bool) -> list[dict[str, Any]]:
     """What every Job container mounts; ``curve`` for the containers that start a broker."""
-    mounts = init_mounts(mc)
+    mounts = init_mounts(plan)
     if curve:
         mounts.append(_mount(layout.CURVE_VOLUME, layout.CURVE_DIR, read_only=True))
     mounts.append(_mount(layout.SOFTWARE_VOLUME, layout.SOFTWARE_DIR))
     return mounts
 
 
-def container_mounts(mc: MiniClusterDefinition, container: Container) -> list[dict[str, Any]]:
+def container_mounts(plan: MiniClusterPlan, container: Container) -> list[dict[str, Any]]:
     """A Job container's mounts: the MiniCluster's own, then its own volumes only.
 
     The Flux container and wrapped sidecars (whose ``start-<i>.sh`` connects to the broker)
     mount the certificate; a sidecar that keeps its image's entrypoint does not need it.
     """
     curve = container.run_flux or container.wrapped
-    return flux_mounts(mc, curve=curve) + user_mounts(container)
+    return flux_mounts(plan, curve=curve) + user_mounts(container)

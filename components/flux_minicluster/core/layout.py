@@ -1,8 +1,9 @@
-"""Where things live inside a MiniCluster pod.
+"""Where things live inside a MiniCluster pod, and the port its brokers talk on.
 
-The entrypoint scripts, the init container and the pod volumes must agree on these paths, and an
-operator user expects the operator's layout (``/flux_operator/wait-0.sh``, ``/mnt/flux/view``,
-``/opt/software``), so they are defined once here.
+The entrypoint scripts, the init container, the pod volumes, validation and the policy rules must
+agree on these paths, keys and ports, and an operator user expects the operator's layout
+(``/flux_operator/wait-0.sh``, ``/mnt/flux/view``, ``/opt/software``), so each is defined once
+here, below everything that reads it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ CURVE_VOLUME: Final = "curve-cert"
 INIT_SCRIPT: Final = "flux-init.sh"
 BROKER_TOML: Final = "broker.toml"
 HOSTLIST: Final = "hostlist"
+
+# The port every broker binds (broker.toml's default_port), which a bursting root's lead Service
+# exposes to the clusters that join it, and the name of that port on Services.
+BROKER_PORT: Final = 8050
+BROKER_PORT_NAME: Final = "flux-broker"
+# eth0 is the pod's interface; Flux replaces %p with the host's port.
+BROKER_BIND: Final = "tcp://eth0:%p"
 
 
 def wait_script(index: int) -> str:

@@ -1,15 +1,18 @@
-"""Stand-ins for secret values that the renderer must not see.
+"""Stand-ins for values the renderer must not see or cannot know yet.
 
 The Pulumi layer holds the CURVE certificate as a secret ``Output`` (from the keygen ``Command``,
-from a StackReference or from the spec), and an ``Output`` cannot be placed inside the plain
-dicts the renderer returns. So the renderer writes these tokens where the certificate and its
-public key belong, and the Pulumi layer swaps each token for its ``Output`` before registering
-the resource. Nothing secret ever passes through the pure core, and a manifest rendered without a
-certificate is still complete and schema-valid.
+from a StackReference or from the spec), and a bursted cluster learns its lead's address and
+name from another stack; an ``Output`` cannot be placed inside the plain dicts the renderer
+returns. So the renderer writes these tokens where those values belong, and the Pulumi layer swaps
+each token for its ``Output`` before registering the resource. Nothing secret ever passes through
+the pure core, and a manifest rendered with tokens is still complete and schema-valid.
 
-The tokens are plain letters, digits and underscores: they survive YAML and JSON without quoting,
-a substring search finds them, and they cannot be mistaken for a real certificate (which has
-``metadata``/``curve`` sections) or a Z85 key (40 characters from a wider alphabet).
+The certificate tokens are letters, digits and underscores: they survive YAML and JSON without
+quoting, a substring search finds them, and they cannot be mistaken for a real certificate (which
+has ``metadata``/``curve`` sections) or a Z85 key (40 characters from a wider alphabet). The lead
+tokens are lowercase letters only, because they stand where a DNS name goes (a hostlist, a label
+value, broker.toml), must pass the same checks as the real value, and contain no digit that the
+hostlist compressor could split.
 """
 
 from __future__ import annotations
@@ -17,14 +20,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-__all__ = ["ALL", "CURVE_CERT", "CURVE_PUBLIC_KEY", "find"]
+__all__ = ["ALL", "CURVE_CERT", "CURVE_PUBLIC_KEY", "LEAD_ADDRESS", "LEAD_NAME", "find"]
 
 # The whole certificate text: the curve Secret's ``stringData["curve.cert"]``.
 CURVE_CERT: Final = "MINICLUSTER_PLACEHOLDER_CURVE_CERT"
 # The certificate's public key: the curve Secret's public-key annotation.
 CURVE_PUBLIC_KEY: Final = "MINICLUSTER_PLACEHOLDER_CURVE_PUBLIC_KEY"
 
-ALL: Final = (CURVE_CERT, CURVE_PUBLIC_KEY)
+# A bursted cluster's lead broker address (DNS name or IPv4), e.g. a root stack's output.
+LEAD_ADDRESS: Final = "fluxminiclusterleadaddress"
+# A bursted cluster's lead MiniCluster name, when it comes from the root stack's outputs.
+LEAD_NAME: Final = "fluxminiclusterleadname"
+
+ALL: Final = (CURVE_CERT, CURVE_PUBLIC_KEY, LEAD_ADDRESS, LEAD_NAME)
 
 
 def find(value: Any, path: str = "") -> Iterator[tuple[str, str]]:

@@ -1,10 +1,11 @@
-"""Run a Pulumi program without the Pulumi engine, and record everything it registers.
+"""A recorder of Pulumi registrations: run a program without the engine, keep what it declares.
 
-There is no Pulumi CLI or provider plugin on most of the machines this project is checked on, so
-the SDK's mocks (``pulumi.runtime.set_mocks``) stand in for the engine. Bare mocks only answer
-registrations; this harness also remembers them, so that tests can assert the exact child
-contract of a component and the offline stack renderer can run the real ``__main__.py`` and write
-every Kubernetes object it registers to YAML.
+``minicluster render --stack`` and ``make demo`` show what a stack would deploy on a machine
+without the Pulumi CLI, a provider or a cluster; that is product, not test, code. It runs the
+real ``__main__.py`` under the SDK's mock runtime (``pulumi.runtime.set_mocks``) and records every
+registration with its inputs and options, so the offline stack renderer can write each
+Kubernetes object to YAML and tests (ours and users', through ``flux_minicluster.testing``) can
+assert exactly what a program declares.
 
 What the engine or a provider would add, and our programs read, is emulated here and nowhere
 else:
@@ -27,14 +28,15 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 import pulumi
-from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
-from pulumi.runtime.sync_await import _sync_await
+
+from flux_minicluster.core import jsonvalues
+from flux_minicluster.deploy.sdkinternals import RegistrationOptions, registration_options
 
 __all__ = [
     "COMMAND_TYPE",
@@ -45,11 +47,10 @@ __all__ = [
     "Export",
     "ProgramRun",
     "RecordedResource",
-    "RecordingMocks",
     "RecordingMonitor",
     "RegistrationOptions",
+    "RegistrationRecorder",
     "contains_secret",
-    "ints",
     "plain",
     "run_create_script",
     "run_program",
@@ -102,39 +103,12 @@ def contains_secret(value: Any) -> bool:
     return False
 
 
-def ints(value: Any) -> Any:
-    """``value`` with every integral float turned back into an int (4.0 -> 4), recursively."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: ints(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [ints(v) for v in value]
-    return value
-
-
 def plain(value: Any) -> Any:
     """Inputs as a manifest author wrote them: secrets unwrapped, integral floats as ints."""
-    return ints(unsecret(value))
+    return jsonvalues.plain(unsecret(value))
 
 
 # --- what gets recorded ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RegistrationOptions:
-    """The resource options the engine would act on, as the program sent them."""
-
-    parent: str = ""
-    dependencies: tuple[str, ...] = ()
-    property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    ignore_changes: tuple[str, ...] = ()
-    replace_on_changes: tuple[str, ...] = ()
-    additional_secret_outputs: tuple[str, ...] = ()
-    delete_before_replace: bool | None = None
-    deleted_with: str = ""
-    retain_on_delete: bool | None = None
-    protect: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -199,7 +173,7 @@ def run_create_script(args: MockResourceArgs) -> str:
     return result.stdout.removesuffix("\n")
 
 
-class RecordingMocks(pulumi.runtime.Mocks):
+class RegistrationRecorder(pulumi.runtime.Mocks):
     """Mocks that record every registration and return the inputs as the resource's state.
 
     ``command_stdout``: the stdout every ``command:local:Command`` returns: a fixed text, or a
@@ -308,50 +282,29 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """A MockMonitor that also hands each registration's URN and options to RecordingMocks."""
+    """The SDK's mock monitor, also handing each registration's URN and options to the recorder.
 
-    def __init__(self, mocks: RecordingMocks) -> None:
-        super().__init__(mocks)
-        self.recording = mocks
+    ``MockMonitor`` and its ``monitor=`` argument to ``set_mocks`` are public; the options are
+    read from the protocol request in ``sdkinternals``.
+    """
+
+    def __init__(self, recorder: RegistrationRecorder) -> None:
+        super().__init__(recorder)
+        self.recording = recorder
 
     def RegisterResource(self, request: Any) -> Any:
-        pending = _Pending(
-            urn=self.make_urn(request.parent, request.type, request.name),
-            options=_options(request),
-        )
-        with self.recording._registering(pending):
+        with self.recording._registering(self._pending(request)):
             return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
     def ReadResource(self, request: Any) -> Any:
-        pending = _Pending(
-            urn=self.make_urn(request.parent, request.type, request.name),
-            options=RegistrationOptions(
-                parent=request.parent,
-                dependencies=tuple(request.dependencies),
-                additional_secret_outputs=tuple(request.additionalSecretOutputs),
-            ),
-        )
-        with self.recording._registering(pending):
+        with self.recording._registering(self._pending(request)):
             return super().ReadResource(request)  # type: ignore[no-untyped-call]
 
-
-def _options(request: Any) -> RegistrationOptions:
-    return RegistrationOptions(
-        parent=request.parent,
-        dependencies=tuple(request.dependencies),
-        property_dependencies={
-            key: tuple(deps.urns) for key, deps in request.propertyDependencies.items()
-        },
-        ignore_changes=tuple(request.ignoreChanges),
-        replace_on_changes=tuple(request.replaceOnChanges),
-        additional_secret_outputs=tuple(request.additionalSecretOutputs),
-        delete_before_replace=(
-            request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None
-        ),
-        deleted_with=request.deletedWith,
-        retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
-        protect=request.protect if request.HasField("protect") else None,
-    )
+    def _pending(self, request: Any) -> _Pending:
+        return _Pending(
+            urn=self.make_urn(request.parent, request.type, request.name),
+            options=registration_options(request),
+        )
 
 
 # --- running a program -------------------------------------------------------------------------
@@ -379,7 +332,7 @@ class ProgramRun(Generic[T]):
 def run_program(
     build: Callable[[], T],
     *,
-    mocks: RecordingMocks,
+    mocks: RegistrationRecorder,
     project: str,
     stack: str,
     preview: bool = False,
@@ -394,7 +347,8 @@ def run_program(
     --path`` stores them. Errors of the program, including those raised inside an ``apply``,
     propagate.
     """
-    pulumi_settings.ROOT.set(None)
+    # A fresh root Stack: set_mocks only makes one when there is none.
+    pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     if config is not None:
@@ -403,19 +357,23 @@ def run_program(
     box: dict[str, Any] = {}
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]  # the SDK leaves it untyped
-    def program() -> None:
+    def program() -> Awaitable[None]:
         box["result"] = build()
-        root = pulumi_settings.get_root_resource()
-        box["exports"] = dict(getattr(root, "outputs", {}) or {})
+        root = pulumi.runtime.get_root_resource()
+        stack_outputs = dict(getattr(root, "outputs", {}) or {})
+        # Returned to the test decorator, which awaits it with the program's own event loop.
+        return _resolve_all(stack_outputs, box)
 
     try:
         program()
     except BaseException:
         _retrieve_orphaned_errors()
         raise
-    exports = {name: _resolve(value) for name, value in box["exports"].items()}
     return ProgramRun(
-        resources=list(mocks.resources), exports=exports, result=box["result"], monitor=monitor
+        resources=list(mocks.resources),
+        exports=box["exports"],
+        result=box["result"],
+        monitor=monitor,
     )
 
 
@@ -432,11 +390,14 @@ def _retrieve_orphaned_errors() -> None:
             obj.exception()
 
 
-def _resolve(value: Any) -> Export:
-    output: pulumi.Output[Any] = pulumi.Output.from_input(value)
-    known = bool(_sync_await(output.is_known()))
-    return Export(
-        value=_sync_await(output.future()) if known else None,
-        secret=bool(_sync_await(output.is_secret())),
-        known=known,
-    )
+async def _resolve_all(stack_outputs: Mapping[str, Any], box: dict[str, Any]) -> None:
+    exports: dict[str, Export] = {}
+    for name, value in stack_outputs.items():
+        output: pulumi.Output[Any] = pulumi.Output.from_input(value)
+        known = bool(await output.is_known())
+        exports[name] = Export(
+            value=await output.future() if known else None,
+            secret=bool(await output.is_secret()),
+            known=known,
+        )
+    box["exports"] = exports

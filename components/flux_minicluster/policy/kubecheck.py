@@ -1,6 +1,7 @@
 """Is this manifest something a real Kubernetes API server would accept? Checked offline.
 
-There is no API server here (nor in CI), so rendered objects are checked in two layers:
+Rendered objects are checked offline in two layers (and ``make e2e`` checks the same objects
+against a real API server, so that both agree):
 
 * ``schema_errors``: the real OpenAPI schemas of a Kubernetes release (the strict variants that
   ``kubernetes-validate`` ships for 1.25 to 1.37): types, required fields, unknown fields.
@@ -23,11 +24,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from flux_minicluster.core import names
+from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS
 
 __all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_errors"]
 
 DEFAULT_VERSION: Final = "1.34"
-MAX_INDEXED_COMPLETIONS: Final = 100_000
 
 _DNS1035_LABEL: Final = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
 _CONFIG_KEY: Final = re.compile(r"[-._a-zA-Z0-9]+")

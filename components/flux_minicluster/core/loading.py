@@ -1,0 +1,227 @@
+"""From what users write to validated MiniClusters: documents, bare specs, files.
+
+``parse`` is the one way a ``MiniClusterDefinition`` comes to exist: the document is checked field
+by field (pydantic), then by the cross-field rules (``validation``), and every problem of the
+document is reported at once, with its path. Nothing downstream validates a spec again; what it
+derives from one is computed once, in ``plan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from flux_minicluster.core import documents, yamlio
+from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition
+from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.spec import API_GROUP, API_VERSION, KIND, Metadata, MiniClusterSpec
+from flux_minicluster.core.validation import check_semantics, key_path, translate_errors
+
+__all__ = ["load_file", "load_one", "load_text", "parse", "revalidate", "with_lead_address"]
+
+
+def parse(
+    document: Mapping[str, Any] | MiniClusterSpec,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    source: str = "",
+    lead_address: str | None = None,
+) -> MiniClusterDefinition:
+    """Validate an operator document, a bare spec mapping or a spec model; raise SpecError.
+
+    A whole document (``apiVersion``/``kind``/``metadata``/``spec``) and a bare spec are both
+    accepted, as users keep either. ``name`` and ``namespace`` arguments take precedence over
+    ``metadata``, like ``kubectl -n``. ``lead_address`` is a bursted cluster's lead address
+    supplied apart from the spec (it replaces ``flux.bursting.leadBroker.address``).
+    """
+    problems: list[Problem] = []
+    metadata = Metadata()
+    if isinstance(document, Mapping):
+        nul = list(_nul_paths(document, ""))
+        if nul:
+            raise SpecError(
+                [
+                    Problem(
+                        p, "contains a NUL byte, which no script, path or environment can carry"
+                    )
+                    for p in nul
+                ],
+                source=source,
+            )
+    if isinstance(document, MiniClusterSpec):
+        spec_data: Any = document.model_dump(by_alias=True, exclude_unset=True)
+        prefix = "spec"
+    elif not isinstance(document, Mapping):
+        raise SpecError(
+            Problem("", f"expected a mapping (a MiniCluster), got {_type_name(document)}"),
+            source=source,
+        )
+    elif documents.is_document(document):
+        problems += _check_header(document)
+        try:
+            metadata = Metadata.model_validate(document.get("metadata") or {})
+        except ValidationError as err:
+            problems += translate_errors(err, "metadata", None)
+        spec_data = document.get("spec")
+        prefix = "spec"
+        if spec_data is None:
+            problems.append(Problem("spec", "required: the MiniCluster spec"))
+    else:
+        spec_data = dict(document)
+        prefix = "spec"
+
+    resolved_name = name or metadata.name
+    if not resolved_name:
+        problems.append(Problem("metadata.name", "required (or pass a name)"))
+    resolved_namespace = namespace or metadata.namespace or DEFAULT_NAMESPACE
+
+    spec: MiniClusterSpec | None = None
+    if spec_data is not None:
+        if not isinstance(spec_data, Mapping):
+            problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
+        else:
+            try:
+                spec = MiniClusterSpec.model_validate(spec_data)
+            except ValidationError as err:
+                problems += translate_errors(err, prefix, MiniClusterSpec)
+    if problems or spec is None or not resolved_name:
+        raise SpecError(sorted(set(problems), key=problems.index), source=source)
+    if lead_address is not None:
+        spec = with_lead_address(spec, lead_address)
+
+    definition = MiniClusterDefinition(
+        name=resolved_name,
+        namespace=resolved_namespace,
+        spec=spec,
+        labels=dict(metadata.labels),
+        annotations=dict(metadata.annotations),
+    )
+    problems = check_semantics(definition)
+    if problems:
+        raise SpecError(problems, source=source)
+    return definition
+
+
+def with_lead_address(spec: MiniClusterSpec, address: str) -> MiniClusterSpec:
+    lead = spec.flux.bursting.lead_broker
+    if lead is None:
+        raise SpecError(
+            Problem(
+                "spec.flux.bursting.leadBroker",
+                "required with a lead address given apart from the spec: the lead's name and "
+                "size shape the hostlist",
+            )
+        )
+    bursting = spec.flux.bursting.model_copy(
+        update={"lead_broker": lead.model_copy(update={"address": address})}
+    )
+    return spec.model_copy(update={"flux": spec.flux.model_copy(update={"bursting": bursting})})
+
+
+def load_text(
+    text: str, *, source: str = "", name: str | None = None, namespace: str | None = None
+) -> list[MiniClusterDefinition]:
+    """Every MiniCluster in a YAML stream; all documents must be MiniClusters."""
+    docs = yamlio.load_documents(text, source)
+    if not docs:
+        raise SpecError(Problem("", "empty file: no MiniCluster in it"), source=source)
+    problems: list[Problem] = []
+    found: list[MiniClusterDefinition] = []
+    for i, doc in enumerate(docs):
+        try:
+            found.append(parse(doc, name=name, namespace=namespace))
+        except SpecError as err:
+            where = "" if len(docs) == 1 else f"document[{i}]"
+            problems += [Problem(_join(where, p.path), p.message) for p in err.problems]
+    if problems:
+        raise SpecError(problems, source=source)
+    return found
+
+
+def load_file(
+    path: str | Path, *, name: str | None = None, namespace: str | None = None
+) -> list[MiniClusterDefinition]:
+    """Read, decode and validate a MiniCluster file (``-``: standard input); errors name it."""
+    source = "<stdin>" if str(path) == documents.STDIN else str(path)
+    return load_text(documents.read_text(path), source=source, name=name, namespace=namespace)
+
+
+def load_one(
+    path: str | Path, *, name: str | None = None, namespace: str | None = None
+) -> MiniClusterDefinition:
+    """The single MiniCluster in a file (the usual case for stacks and the component)."""
+    found = load_file(path, name=name, namespace=namespace)
+    if len(found) != 1:
+        raise SpecError(
+            Problem("", f"expected one MiniCluster, found {len(found)}"), source=str(path)
+        )
+    return found[0]
+
+
+def _nul_paths(value: Any, path: str) -> Iterator[str]:
+    """Field paths of every string (key or value) holding a NUL byte."""
+    if isinstance(value, str):
+        if "\0" in value:
+            yield path
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = key_path(path, str(key))
+            if isinstance(key, str) and "\0" in key:
+                yield where
+            yield from _nul_paths(item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _nul_paths(item, f"{path}[{i}]")
+
+
+def _check_header(document: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    kind = document.get("kind")
+    if kind is not None and kind != KIND:
+        problems.append(Problem("kind", f"must be {KIND!r}, got {kind!r}"))
+    api = document.get("apiVersion")
+    if api is not None and api != API_VERSION:
+        if isinstance(api, str) and api == f"{API_GROUP}/v1alpha1":
+            problems.append(
+                Problem(
+                    "apiVersion",
+                    f"v1alpha1 is not supported; move the spec to {API_VERSION} "
+                    "(the errors below name each field that changed)",
+                )
+            )
+        else:
+            problems.append(Problem("apiVersion", f"must be {API_VERSION!r}, got {api!r}"))
+    for key in document:
+        if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
+            problems.append(
+                Problem(
+                    str(key), "unknown field; a MiniCluster has apiVersion, kind, metadata, spec"
+                )
+            )
+    return problems
+
+
+def _join(where: str, path: str) -> str:
+    return ".".join(p for p in (where, path) if p)
+
+
+def _type_name(value: object) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def revalidate(definition: MiniClusterDefinition, *, source: str = "") -> MiniClusterDefinition:
+    """``definition`` again after a change to its typed spec (``model_copy``); a SpecError if bad.
+
+    The stack program derives a root's or a burst's spec from the user's with ``model_copy``, which
+    runs no validator: the cross-field rules must see the result before anything uses it.
+    """
+    problems = check_semantics(definition)
+    if problems:
+        raise SpecError(problems, source=source)
+    return definition

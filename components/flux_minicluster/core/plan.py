@@ -1,0 +1,351 @@
+"""Every fact of a MiniCluster derived once, from its validated definition.
+
+The renderer, the component, the stack program and the CLI all need the same facts: the object
+names, whether rank 0 runs a command or stays up, where the broker's files live in a pod, the rank
+order, the quorum. Each is derived here exactly once, into a frozen ``MiniClusterPlan``, and
+everything downstream reads the plan: nothing re-derives a name, a mode or a hostlist from the
+spec, so two copies of a fact cannot disagree.
+
+The plan holds facts, not bytes: turning it into broker.toml, scripts and Kubernetes objects is the
+renderer's job (``render``), done once per plan.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flux_minicluster.core import brokerconfig, hostlist, layout
+from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
+from flux_minicluster.core.spec import (
+    DEFAULT_BACKOFF_LIMIT,
+    BurstedCluster,
+    Container,
+    FluxBroker,
+    MiniClusterSpec,
+)
+
+__all__ = [
+    "ConfigPaths",
+    "HostEntry",
+    "MiniClusterPlan",
+    "Mode",
+    "Role",
+    "build",
+    "group_host_entries",
+]
+
+
+class Role(enum.StrEnum):
+    """A MiniCluster's place in a bursting group."""
+
+    STANDALONE = "standalone"
+    ROOT = "root"
+    """Declares the clusters it bursts to; its rank 0 is the whole instance's."""
+    BURST = "burst"
+    """Joins a lead broker elsewhere; it has no rank 0 of its own."""
+
+
+class Mode(enum.StrEnum):
+    """What rank 0 does with the user's work."""
+
+    SUBMIT = "submit"
+    """``flux submit`` the command, watch it, and exit when it ends (the default)."""
+    LAUNCHER = "launcher"
+    """Run the command as the instance's initial program (it launches its own work)."""
+    BATCH = "batch"
+    """Turn the command's lines into a ``flux batch`` script."""
+    INTERACTIVE = "interactive"
+    """A command is given but the broker stays up without running it; users submit work."""
+    PERSISTENT = "persistent"
+    """No command: the broker stays up until ``flux shutdown`` or deletion."""
+
+    @property
+    def persistent(self) -> bool:
+        """The cluster never completes on its own, so nothing may wait for it to."""
+        return self in (Mode.INTERACTIVE, Mode.PERSISTENT)
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    """One table of ``[bootstrap] hosts``: a hostlist block plus optional endpoint overrides."""
+
+    host: str
+    bind: str | None = None
+    connect: str | None = None
+
+
+@dataclass(frozen=True)
+class ConfigPaths:
+    """Where the flux view and the broker's files live inside a pod (all absolute)."""
+
+    view_base: str  # the flux-view emptyDir (spec.flux.container.mountPath)
+    view_root: str  # the copied spack view (bin/, lib/, etc/)
+    software: str  # the copied spack software tree, restored into /opt/software
+    config_root: str  # configs and runtime state written by the init and entrypoint scripts
+    config_dir: str  # the broker's --config-path: holds broker.toml only
+    broker_toml: str
+    system_dir: str
+    hostlist: str
+    cron_dir: str
+    resource: str  # R, written by `flux R encode` at start; [resource] path
+    curve_cert: str  # the 0600 copy of the Secret's certificate; [bootstrap] curve_cert
+    state_dir: str
+    run_dir: str
+    socket: str  # the broker's local socket (rundir/local): sidecars wait for it
+    archive_db: str
+    done_marker: str  # touched by the init container when the view is in place
+    complete_marker: str  # touched by the Flux container when it is done
+
+
+@dataclass(frozen=True)
+class MiniClusterPlan:
+    """A validated MiniCluster and every fact derived from it, each computed once."""
+
+    definition: MiniClusterDefinition
+    names: ObjectNames
+    role: Role
+    mode: Mode
+    flux_index: int
+    """Index of the container that runs Flux (validation guarantees exactly one)."""
+    paths: ConfigPaths
+    host_entries: tuple[HostEntry, ...]
+    """The generated ``[bootstrap] hosts`` tables, in rank order (unused with brokerConfig)."""
+    hostlist: str
+    """Every broker's host in rank order: the ``hostlist`` file, R's hosts, an output."""
+    quorum: int | None
+    """Broker quorum, or None for Flux's default of every rank."""
+    burst_group: str | None
+    """The bursting group this cluster belongs to (the lead's name), None when it has none."""
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def namespace(self) -> str:
+        return self.definition.namespace
+
+    @property
+    def spec(self) -> MiniClusterSpec:
+        return self.definition.spec
+
+    @property
+    def flux_container(self) -> Container:
+        return self.spec.containers[self.flux_index]
+
+    @property
+    def persistent(self) -> bool:
+        return self.mode.persistent
+
+    @property
+    def backoff_limit(self) -> int:
+        """The Job's backoffLimit: the operator's default when the spec leaves it at 0."""
+        return self.spec.backoff_limit or DEFAULT_BACKOFF_LIMIT
+
+    @property
+    def lead_broker(self) -> FluxBroker | None:
+        """The lead a bursted cluster joins (None for a root or a standalone cluster)."""
+        return self.spec.flux.bursting.lead_broker
+
+    def summary(self) -> str:
+        """One line a person can read: what ``minicluster validate`` prints for a good file."""
+        spec = self.spec
+        mode = Role.BURST.value if self.role is Role.BURST else self.mode.value
+        return (
+            f"{self.namespace}/{self.name}: size={spec.size} maxSize={spec.max_size} "
+            f"mode={mode} containers={len(spec.containers)}"
+            + (f" services={len(spec.services)}" if spec.services else "")
+        )
+
+
+def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
+    """The plan of a validated MiniCluster (from ``loading.parse``)."""
+    spec = definition.spec
+    names = definition.names
+    flux_index = next(i for i, c in enumerate(spec.containers) if c.run_flux)
+    user = (
+        brokerconfig.read(spec.flux.broker_config) if spec.flux.broker_config is not None else None
+    )
+    entries = tuple(_host_entries(definition))
+    role = _role(spec)
+    if user is not None and user.hosts:
+        # R is encoded from this hostlist: it must name the ranks the brokers bootstrap with.
+        hosts = ",".join(user.hosts)
+    else:
+        hosts = ",".join(entry.host for entry in entries)
+    return MiniClusterPlan(
+        definition=definition,
+        names=names,
+        role=role,
+        mode=_mode(spec, spec.containers[flux_index]),
+        flux_index=flux_index,
+        paths=_config_paths(spec, user),
+        host_entries=entries,
+        hostlist=hosts,
+        quorum=_quorum(spec),
+        burst_group=_burst_group(spec, definition.name),
+    )
+
+
+# --- the facts, one function each ---------------------------------------------------------------
+
+
+def _role(spec: MiniClusterSpec) -> Role:
+    bursting = spec.flux.bursting
+    if bursting.lead_broker is not None:
+        return Role.BURST
+    if bursting.clusters:
+        return Role.ROOT
+    return Role.STANDALONE
+
+
+def _mode(spec: MiniClusterSpec, flux: Container) -> Mode:
+    if not (flux.command or flux.commands.script):
+        return Mode.PERSISTENT
+    if spec.interactive:
+        return Mode.INTERACTIVE
+    if flux.batch:
+        return Mode.BATCH
+    if flux.launcher:
+        return Mode.LAUNCHER
+    return Mode.SUBMIT
+
+
+def _quorum(spec: MiniClusterSpec) -> int | None:
+    """minSize if set, else this cluster's size when the instance has more ranks than it starts
+    with (room to grow, or a bursting root whose hostlist also lists the burst clusters), else
+    None: Flux's default of every rank.
+
+    Without it, rank 0 of an elastic or bursting cluster would wait for ranks that may never come
+    before it runs anything.
+    """
+    if spec.min_size:
+        return spec.min_size
+    bursting = spec.flux.bursting
+    root_of_bursts = bursting.lead_broker is None and bool(bursting.clusters or bursting.hostlist)
+    if spec.size != spec.max_size or root_of_bursts:
+        return spec.size
+    return None
+
+
+def _burst_group(spec: MiniClusterSpec, name: str) -> str | None:
+    bursting = spec.flux.bursting
+    if bursting.lead_broker is not None:
+        return bursting.lead_broker.name
+    if bursting.clusters:
+        return name
+    return None
+
+
+def _config_paths(spec: MiniClusterSpec, user: brokerconfig.UserConfig | None) -> ConfigPaths:
+    """The pod paths; with ``flux.brokerConfig``, R and the certificate go where it says.
+
+    The operator hard-codes ``/mnt/flux/config`` in its init script even when ``mountPath``
+    differs; everything here follows ``mountPath``.
+    """
+    base = spec.flux.container.mount_path.rstrip("/") or "/"
+    root = _join(base, "config")
+    system = f"{root}/etc/flux/system"
+    config_dir = f"{root}/etc/flux/config"
+    run_dir = f"{root}/run/flux"
+    return ConfigPaths(
+        view_base=base,
+        view_root=_join(base, "view"),
+        software=_join(base, "software"),
+        config_root=root,
+        config_dir=config_dir,
+        broker_toml=f"{config_dir}/{layout.BROKER_TOML}",
+        system_dir=system,
+        hostlist=f"{system}/{layout.HOSTLIST}",
+        cron_dir=f"{system}/cron.d",
+        resource=(user.resource if user else None) or f"{system}/R",
+        curve_cert=(user.curve_cert if user else None) or f"{root}/curve/{layout.CURVE_FILE}",
+        state_dir=f"{root}/var/lib/flux",
+        run_dir=run_dir,
+        socket=f"{run_dir}/local",
+        archive_db=f"{root}/var/lib/flux/job-archive.sqlite",
+        done_marker=_join(base, "flux-operator-done.txt"),
+        complete_marker=_join(base, "flux-operator-complete.txt"),
+    )
+
+
+def _host_entries(definition: MiniClusterDefinition) -> list[HostEntry]:
+    """The ``[bootstrap] hosts`` tables, in rank order.
+
+    * a root (or a standalone cluster) lists its own ``maxSize`` pods, then each cluster it
+      declares in ``flux.bursting.clusters``, in order;
+    * a bursted cluster lists the lead broker's external address first (rank 0 of the whole
+      instance, reached through that address rather than this cluster's headless Service), then
+      the lead's other ranks, then the lead's ``bursting.clusters`` list, so ranks line up;
+    * a custom ``bursting.hostlist`` is used verbatim.
+
+    Each block stays a hostlist range (``name-[0-65535]``), never an enumeration, so the config is
+    the same size at 2 pods and at 65536. The Flux Operator renders a bursted child's block with
+    a broken ``Sprintf`` and never applies the ``clusters`` defaults; both are fixed here.
+    """
+    spec = definition.spec
+    bursting = spec.flux.bursting
+    lead = bursting.lead_broker
+    if bursting.hostlist:
+        custom = bursting.hostlist
+        # A child's custom list that starts with the lead's address still needs the lead's
+        # endpoint: the default connect would look the address up under this cluster's domain.
+        if lead is not None:
+            address = _address(lead)
+            if custom == address:
+                return [_lead_entry(lead)]
+            if custom.startswith(address + ","):
+                return [_lead_entry(lead), HostEntry(custom[len(address) + 1 :])]
+        return [HostEntry(custom)]
+    if lead is not None:
+        return group_host_entries(lead, bursting.clusters, spec.size)
+    own = HostEntry(hostlist.block(f"{definition.name}-", spec.max_size))
+    return [own, *_cluster_entries(bursting.clusters, spec.size)]
+
+
+def group_host_entries(
+    lead: FluxBroker, clusters: Sequence[BurstedCluster], default_size: int
+) -> list[HostEntry]:
+    """A bursted cluster's rank order: the lead's address, the lead's other ranks, the clusters.
+
+    ``default_size`` is the size of a listed cluster that gives none (the spec model fills it in
+    with the bursted cluster's own size). The component calls this too, once a burst stack has
+    read its root's outputs.
+    """
+    entries = [_lead_entry(lead)]
+    if lead.size > 1:
+        rest = f"[1-{lead.size - 1}]" if lead.size > 2 else "[1]"
+        entries.append(HostEntry(f"{lead.name}-{rest}"))
+    return entries + _cluster_entries(clusters, default_size)
+
+
+def _lead_entry(lead: FluxBroker) -> HostEntry:
+    address = _address(lead)
+    return HostEntry(
+        host=address, bind=f"tcp://eth0:{lead.port}", connect=f"tcp://{address}:{lead.port}"
+    )
+
+
+def _address(lead: FluxBroker) -> str:
+    """The lead's address; validation has made sure a plan's lead has one."""
+    if lead.address is None:
+        raise ValueError("a bursted cluster's leadBroker.address is required")
+    return lead.address
+
+
+def _cluster_entries(clusters: Sequence[BurstedCluster], default_size: int) -> list[HostEntry]:
+    # The spec model fills in the operator's intended defaults (burst-<i>, spec.size).
+    return [
+        HostEntry(
+            hostlist.block(
+                f"{cluster.name or ''}-", cluster.size if cluster.size is not None else default_size
+            )
+        )
+        for cluster in clusters
+    ]
+
+
+def _join(base: str, name: str) -> str:
+    return f"{base}{name}" if base.endswith("/") else f"{base}/{name}"
