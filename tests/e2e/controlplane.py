@@ -152,24 +152,20 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """End every process group (reverse start order), then remove the work directory."""
+        """End every process group in reverse start order (kwok first, etcd last: an API server
+        whose etcd is gone waits for it instead of exiting), then remove the work directory."""
         for name in reversed(list(self.procs)):
             proc = self.procs[name]
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-            # the group may hold children that outlive the leader
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
+            # SIGKILL the group whatever happened: it may hold children that outlive the leader
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
         self.procs.clear()
         with _LIVE_LOCK:
             _LIVE.discard(self)
