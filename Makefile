@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/minicluster demo -o $(OUT)
+	$(BIN)/minicluster demo -d $(OUT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -25,7 +25,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -268,17 +267,22 @@ def render_stacks() -> list[tuple[str, str, str]]:
     stacks = sorted(
         p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("stacks/Pulumi.*.yaml")
     )
+    from flux_minicluster.deploy import project
+
+    where = project.find(ROOT)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-stacks-") as out:
-        for stack in stackrender.order_stacks(stacks):
-            started = time.perf_counter()
-            try:
-                rendering = stackrender.render_stack(stack, Path(out), quiet=True)
-            except Exception as err:  # a broken stack is a result to print, not a crash
-                rows.append((stack, "-", f"error: {type(err).__name__}: {err}"))
-                continue
-            seconds = time.perf_counter() - started
-            rows.append((stack, str(len(rendering.objects)), f"{seconds:.2f}"))
+    rendered: dict[str, Any] = {}
+    for stack in stackrender.order_stacks(where, stacks):
+        started = time.perf_counter()
+        try:
+            rendering = stackrender.render_stack(where, stack, rendered)
+        except Exception as err:  # a broken stack is a result to print, not a crash
+            rows.append((stack, "-", f"error: {type(err).__name__}: {err}"))
+            continue
+        rendered[stack] = rendering
+        seconds = time.perf_counter() - started
+        objects = len(rendering.objects) + len(rendering.patches)
+        rows.append((stack, str(objects), f"{seconds:.2f}"))
     return rows
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from cli import minicluster
 
@@ -44,8 +45,8 @@ def test_a_bad_set_exits_1_and_names_each_policy(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_a_stack_rendered_on_the_fly_passes(tmp_path: Path) -> None:
-    result = minicluster("check", "--stack", "local", cwd=tmp_path)
+def test_a_stack_rendered_on_the_fly_passes() -> None:
+    result = minicluster("check", "--stack", "local", cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 mandatory" in result.stdout
 
@@ -54,3 +55,33 @@ def test_nothing_to_check_is_a_usage_error(tmp_path: Path) -> None:
     result = minicluster("check", cwd=tmp_path)
     assert result.returncode == 2
     assert "give manifest files or folders" in result.stderr
+
+
+@pytest.mark.parametrize("what", ["empty folder", "empty file", "wrong path", "not kubernetes"])
+def test_checking_nothing_fails(tmp_path: Path, what: str) -> None:
+    target = tmp_path / "target"
+    if what == "empty folder":
+        target.mkdir()
+    elif what == "empty file":
+        target.write_text("")
+    elif what == "not kubernetes":
+        target.mkdir()
+        (target / "notes.txt").write_text("hello\n")
+    result = minicluster("check", str(target), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert "passed" not in result.stdout
+    assert result.stderr.strip()
+
+
+def test_a_minicluster_spec_is_rendered_then_checked(tmp_path: Path) -> None:
+    examples = Path(__file__).parents[1] / "examples"
+    result = minicluster("check", str(examples / "hello-world.yaml"), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rendered MiniCluster minicluster-examples/flux-hello" in result.stderr
+    assert "in 4 object(s)" in result.stdout
+
+
+def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:
+    result = minicluster("check", "--stack", "eks-burst", cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rendered the root stack gke-root" in result.stderr

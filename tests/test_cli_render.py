@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -58,9 +60,9 @@ def test_namespace_option_and_a_spec_certificate(tmp_path: Path) -> None:
 
 def test_output_dir_writes_one_numbered_file_per_object(tmp_path: Path) -> None:
     out = tmp_path / "manifests"
-    result = run(str(HELLO), "-o", str(out))
+    result = run(str(HELLO), "--output-dir", str(out))
     assert result.returncode == 0, result.stderr
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.glob("*.yaml"))
     assert names == [
         "01-configmap-flux-hello-entrypoint.yaml",
         "02-secret-flux-hello-curve.yaml",
@@ -71,9 +73,106 @@ def test_output_dir_writes_one_numbered_file_per_object(tmp_path: Path) -> None:
         assert str(out / name) in result.stderr.splitlines()
         (doc,) = yaml.safe_load_all((out / name).read_text())
         assert doc["metadata"]["name"] in name
+        assert list(doc)[:3] == ["apiVersion", "kind", "metadata"]
     assert result.stdout == ""
     secret_mode = stat.S_IMODE((out / names[1]).stat().st_mode)
     assert secret_mode == 0o600
+
+
+def test_a_second_render_replaces_its_own_files_and_keeps_the_users(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run(str(SIDECARS), "-d", str(out)).returncode == 0
+    (out / "kustomization.yaml").write_text("resources: []\n")  # the user's own file
+    result = run(str(HELLO), "-d", str(out))
+    assert result.returncode == 0, result.stderr
+    kinds = [yaml.safe_load(p.read_text())["kind"] for p in sorted(out.glob("*-*.yaml"))]
+    assert kinds == ["ConfigMap", "Secret", "Service", "Job"], "one Job, no leftover objects"
+    assert (out / "kustomization.yaml").read_text() == "resources: []\n"
+
+
+def test_with_a_certificate_file_two_renders_are_byte_identical(tmp_path: Path) -> None:
+    cert = tmp_path / "keys" / "hello.cert"
+    first = run(str(HELLO), "--curve-cert", str(cert))
+    assert first.returncode == 0, first.stderr
+    assert "created a new CURVE certificate" in first.stderr
+    assert stat.S_IMODE(cert.stat().st_mode) == 0o600
+    second = run(str(HELLO), "--curve-cert", str(cert))
+    assert second.stdout == first.stdout
+    assert "created" not in second.stderr
+    assert certificate.parse(cert.read_text()).secret_key in first.stdout
+
+
+def test_without_the_secret_the_output_holds_no_key(tmp_path: Path) -> None:
+    cert = tmp_path / "hello.cert"
+    result = run(str(HELLO), "--curve-cert", str(cert), "--no-secret")
+    assert result.returncode == 0, result.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout)]
+    assert kinds == ["ConfigMap", "Service", "Job"]
+    assert certificate.parse(cert.read_text()).secret_key not in result.stdout
+    assert "kubectl create secret generic flux-hello-curve -n minicluster-examples" in result.stderr
+
+
+def test_json_output_is_a_kubernetes_list() -> None:
+    result = run(str(HELLO), "-o", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["apiVersion"], document["kind"]) == ("v1", "List")
+    assert [i["kind"] for i in document["items"]] == ["ConfigMap", "Secret", "Service", "Job"]
+
+
+def test_standard_input_every_document_and_a_name_for_a_bare_spec(tmp_path: Path) -> None:
+    bare = {"size": 2, "containers": [{"image": "ubuntu:24.04", "command": "hostname"}]}
+    text = yaml.safe_dump(bare)
+    result = subprocess.run(
+        [sys.executable, "-m", "flux_minicluster.cli.main", "render", "-", "--name", "piped"],
+        input=text, capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    jobs = [d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "Job"]
+    assert [j["metadata"]["name"] for j in jobs] == ["piped"]
+    two = HELLO.read_text() + "---\n" + SIDECARS.read_text()
+    (tmp_path / "two.yaml").write_text(two)
+    result = run("two.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    jobs = [d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "Job"]
+    assert len(jobs) == 2
+
+
+def test_a_namespace_that_disagrees_with_the_documents_is_refused() -> None:
+    result = run(str(HELLO), "-n", "elsewhere")
+    assert result.returncode == 2
+    assert (
+        "metadata.namespace: is 'minicluster-examples' but the namespace given is 'elsewhere'"
+        in (result.stderr)
+    )
+
+
+def test_a_stack_renders_objects_only_with_outputs_beside_them(tmp_path: Path) -> None:
+    result = run("--stack", "local", "-d", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "r" / "local"
+    for path in folder.glob("*.yaml"):
+        assert {"apiVersion", "kind", "metadata"} <= set(yaml.safe_load(path.read_text()))
+    assert not list(folder.glob("*.json"))
+    (patch,) = (folder / "patches").glob("*.yaml")
+    assert yaml.safe_load(patch.read_text())["spec"] == {"parallelism": 4, "completions": 4}
+    outputs = json.loads((tmp_path / "r" / "local.outputs.json").read_text())
+    assert outputs["outputs"]["curveCert"] == "[secret]"
+    assert outputs["secretOutputNames"] == ["curveCert"]
+    job = yaml.safe_load(next(folder.glob("*-job-*.yaml")).read_text())
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    assert "pulumi.com/waitFor" in yaml.safe_load(patch.read_text())["metadata"]["annotations"]
+
+
+def test_a_burst_stack_renders_alone_with_stable_file_names(tmp_path: Path) -> None:
+    names = []
+    for attempt in ("a", "b"):
+        result = run("--stack", "eks-burst", "-d", str(tmp_path / attempt))
+        assert result.returncode == 0, result.stderr
+        assert "'gke-root' was rendered first" in result.stderr
+        names.append(sorted(p.name for p in (tmp_path / attempt / "eks-burst").glob("*.yaml")))
+    assert names[0] == names[1]
+    assert names[0][0].endswith("-namespace-flux.yaml")
 
 
 def test_a_bad_file_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:

@@ -80,3 +80,39 @@ def test_a_users_own_components_folder_does_not_shadow_the_package(tmp_path: Pat
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_installed_wheel_works_under_its_own_name(wheel: Path, tmp_path: Path) -> None:
+    """A normal (not editable) install into a fresh virtualenv: import, --version, and a project
+    started with `minicluster init` that renders and checks its stack, away from this checkout."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = [
+        str(venv / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+    ]
+    subprocess.run([*pip, str(wheel)], check=True, timeout=600, capture_output=True)
+    python, cli = str(venv / "bin" / "python"), str(venv / "bin" / "minicluster")
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+
+    def ok(*command: str, cwd: Path = away) -> str:
+        result = subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    found = ok(python, "-c", "import flux_minicluster, sys; print(flux_minicluster.__file__)")
+    assert "site-packages" in found
+    ok(python, "-c", "from flux_minicluster import MiniCluster")
+    assert ok(cli, "--version").startswith("minicluster ")
+    ok(cli, "init", "proj")
+    project = away / "proj"
+    ok(cli, "render", "--stack", "dev", "-d", "rendered", cwd=project)
+    assert sorted(p.name for p in (project / "rendered" / "dev").glob("*-job-*.yaml"))
+    ok(cli, "check", "--stack", "dev", cwd=project)

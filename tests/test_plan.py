@@ -18,7 +18,7 @@ import pytest
 from flux_minicluster.core import definition, loading, plan
 from flux_minicluster.core.render import broker, manifests, scripts
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import stackrender
+from flux_minicluster.deploy import project, stackrender
 from flux_minicluster.deploy.recorder import RegistrationRecorder, run_program
 from flux_minicluster.deploy.stackconfig import PROJECT
 
@@ -76,7 +76,7 @@ def test_one_render_derives_each_fact_once(derivations: Counter[str]) -> None:
 def test_a_stack_run_parses_its_spec_once_and_derives_each_fact_once(
     stack: str, derivations: Counter[str]
 ) -> None:
-    config, _ = stackrender.read_stack_config(stack)
+    config, _ = stackrender.read_stack_config(project.find(ROOT), stack)
     config[f"{PROJECT}:keygen"] = {"strategy": "builtin"}
     run_program(
         lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"),
@@ -184,7 +184,7 @@ def test_no_resource_is_declared_inside_an_apply(monkeypatch: pytest.MonkeyPatch
         "burstClusters": [{"name": "eks-burst", "size": 2}, {"name": "aks-burst", "size": 2}],
         "curveCert": (ROOT / "tests/golden/fixed-curve.cert").read_text(),
     }
-    config, _ = stackrender.read_stack_config("eks-burst")
+    config, _ = stackrender.read_stack_config(project.find(ROOT), "eks-burst")
     run = run_program(
         lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"),
         mocks=RegistrationRecorder(

@@ -13,7 +13,7 @@ import pytest
 from flux_minicluster.cli.demo import schema_problems
 from flux_minicluster.core import hostlist, labels, layout
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.deploy import stackrender
+from flux_minicluster.deploy import project, stackrender
 from flux_minicluster.deploy.recorder import (
     RegistrationRecorder,
     plain,
@@ -30,12 +30,12 @@ STACKS = sorted(
 TRIO = ("gke-root", "eks-burst", "aks-burst")
 
 
+PROJECT_HERE = project.find(ROOT)
+
+
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, stackrender.StackRendering]:
-    out = tmp_path_factory.mktemp("rendered")
-    return {
-        s: stackrender.render_stack(s, out, quiet=True) for s in stackrender.order_stacks(STACKS)
-    }
+def rendered() -> dict[str, stackrender.StackRendering]:
+    return {r.stack: r for r in stackrender.render_stacks(PROJECT_HERE, STACKS)}
 
 
 OfKind = Callable[[list[dict[str, Any]], str], list[dict[str, Any]]]
@@ -52,8 +52,10 @@ def test_every_stack_renders_objects_that_validate_strict(
     r = rendered[stack]
     assert {"Namespace", "ConfigMap", "Secret", "Service", "Job"} <= {o["kind"] for o in r.objects}
     assert schema_problems(r.stack, r.objects) == []
-    assert (r.directory / "outputs.json").is_file()
-    assert sorted(p.name for p in r.directory.glob("*.yaml"))[0].startswith("00-")
+    # In apply order: what the others refer to first, the Job last.
+    assert r.objects[0]["kind"] == "Namespace"
+    assert r.objects[-1]["kind"] == "Job"
+    assert [p["kind"] for p in r.patches] == ["Job"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -155,7 +157,7 @@ def test_every_child_uses_the_one_explicit_provider(tmp_path: Path) -> None:
 
 
 def _config(stack: str) -> dict[str, Any]:
-    values, _ = stackrender.read_stack_config(stack)
+    values, _ = stackrender.read_stack_config(PROJECT_HERE, stack)
     values[f"{PROJECT}:keygen"] = {"strategy": "builtin"}
     return values
 
@@ -269,9 +271,16 @@ def test_nodeport_needs_a_lead_address() -> None:
     assert f"{PROJECT}:bursting.leadAddress" in message
 
 
-def test_a_burst_needs_its_root_rendered_first(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="render the root stack 'gke-root' first"):
-        stackrender.render_stack("eks-burst", tmp_path, quiet=True)
+def test_a_burst_needs_its_root_rendered_first() -> None:
+    with pytest.raises(SpecError, match="render the root stack 'gke-root' with it"):
+        stackrender.render_stack(PROJECT_HERE, "eks-burst", {})
+
+
+def test_a_burst_rendered_alone_renders_its_root_first() -> None:
+    (burst,) = stackrender.render_stacks(PROJECT_HERE, ["eks-burst"])
+    assert burst.stack == "eks-burst"
+    assert any("'gke-root' was rendered first" in note for note in burst.notes)
+    assert burst.outputs["hostlist"].startswith(stackrender.LOAD_BALANCER_STAND_IN + ",")
 
 
 def test_arm_clusters_get_the_arm_flux_view(tmp_path: Path) -> None:

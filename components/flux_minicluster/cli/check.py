@@ -1,26 +1,41 @@
-"""`minicluster check`: the policy pack's rules, offline, over manifests or stacks.
+"""``minicluster check``: the policy pack's rules, offline, over manifests, MiniClusters or stacks.
 
-CI machines without the Pulumi CLI still get the same verdicts as `pulumi preview --policy-pack
-policies`, because both run the rules in ``flux_minicluster.policy`` over the same manifest dicts.
+CI machines without the Pulumi CLI still get the same verdicts as ``pulumi preview --policy-pack
+policies``, because both run the rules in ``flux_minicluster.policy`` over the same manifest dicts.
+A MiniCluster document among the inputs is rendered first (with a fresh certificate) and its
+objects checked; a burst stack's root is rendered with it, and the burst is checked against the
+root's outputs, as its StackReference would see them. Checking nothing is an error: an empty
+folder, an empty file or a wrong path must not pass a CI gate.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core import certificate, plan
+from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.loading import parse
+from flux_minicluster.core.render.manifests import render
+from flux_minicluster.core.spec import KIND
 from flux_minicluster.policy import checker
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.stack:
-        raise SpecError("give manifest files or folders, or --stack NAME")
+        raise SpecError("give manifest files or folders, MiniCluster files, or --stack NAME")
     config = checker.load_config(args.config)
-    manifests: list[Any] = checker.load_manifests(args.paths) if args.paths else []
+    found: list[Any] = checker.load_manifests(args.paths) if args.paths else []
+    manifests = [m for doc in found for m in _objects(doc)]
+    if args.paths and not manifests:
+        raise SpecError(
+            Problem(
+                "",
+                f"nothing to check in {', '.join(args.paths)}: no Kubernetes object and no "
+                "MiniCluster (an empty folder or file, or a folder of something else)",
+            )
+        )
     if args.stack:
         manifests += _render_stacks(args.stack)
     report = checker.check(manifests, config)
@@ -28,13 +43,46 @@ def run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _render_stacks(stacks: list[str]) -> list[Any]:
-    """Render the named stacks offline (roots first, as bursts read their outputs)."""
-    from flux_minicluster.deploy import stackrender  # the Pulumi layer: only for --stack
+def _objects(document: Any) -> list[Any]:
+    """A manifest as it is; a MiniCluster document as the objects it renders to."""
+    if not isinstance(document, dict) or document.get("kind") != KIND:
+        return [document]
+    mc = plan.build(parse(document))
+    text = mc.spec.flux.curve_cert or certificate.render(
+        certificate.generate(mc.name, mc.names.lead_host)
+    )
+    print(f"rendered MiniCluster {mc.namespace}/{mc.name} to check it", file=sys.stderr)
+    return render(mc, text).objects()
 
-    with tempfile.TemporaryDirectory(prefix="minicluster-check-") as tmp:
-        out = Path(tmp)
-        for stack in stackrender.order_stacks(stacks):
-            stackrender.render_stack(stack, out, quiet=True)
-            print(f"rendered stack {stack} offline", file=sys.stderr)
-        return checker.load_manifests([out])
+
+def _render_stacks(stacks: list[str]) -> list[Any]:
+    """The stacks' objects, rendered offline; a burst's root is rendered with it (not checked
+    unless asked for) and stands in, through its outputs, for the burst's StackReference."""
+    from flux_minicluster.deploy import project, stackrender
+
+    where = project.find()
+    wanted = set(stacks)
+    out: list[Any] = []
+    rendered: dict[str, stackrender.StackRendering] = {}
+    for stack in stackrender.order_stacks(where, stacks):
+        rendering = stackrender.render_stack(where, stack, rendered)
+        rendered[stack] = rendering
+        if stack not in wanted:
+            print(f"rendered the root stack {stack} offline (to read its outputs)", file=sys.stderr)
+            continue
+        print(f"rendered stack {stack} offline", file=sys.stderr)
+        out += rendering.objects
+        root = rendering.outputs.get("rootStack")
+        if isinstance(root, str):
+            root_name = root.rsplit("/", 1)[-1]
+            if root_name not in wanted and root_name in rendered:
+                out += _stack_reference(root, rendered[root_name])
+    return out
+
+
+def _stack_reference(name: str, root: Any) -> list[dict[str, Any]]:
+    """The root's outputs as the burst's StackReference shows them to the policy rules."""
+    stack_reference = getattr(checker, "stack_reference_manifest", None)
+    if stack_reference is None:
+        return []
+    return [stack_reference(name, root.outputs)]

@@ -1,8 +1,8 @@
-"""`minicluster demo` (`make demo`): the bundled stacks rendered offline, summarised in a table.
+"""``minicluster demo`` (``make demo``): the project's stacks rendered offline, in a table.
 
-It is the first thing a newcomer runs, so it shows what `pulumi up` would create for the local
-stack and for the bursting trio, checks every object against the Kubernetes schemas, and says
-plainly that nothing was deployed.
+It is the first thing a newcomer runs, so it shows what ``pulumi up`` would create for each stack
+of the project (in this checkout: the local stack and the bursting trio), checks every object
+against the Kubernetes schemas and the policy pack, and says plainly that nothing was deployed.
 """
 
 from __future__ import annotations
@@ -12,25 +12,32 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.deploy import stackrender
+from flux_minicluster.cli import folders
+from flux_minicluster.deploy import project, stackrender
+from flux_minicluster.policy import checker
 
+# The stacks this checkout bundles, in the order the table shows them (roots before bursts).
 DEMO_STACKS = ("local", "gke-root", "eks-burst", "aks-burst")
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    renderings = [stackrender.render_stack(stack, out, quiet=True) for stack in DEMO_STACKS]
+    where = project.find()
+    stacks = [s for s in DEMO_STACKS if s in where.stacks()] or where.stacks()
+    out = Path(args.output_dir)
+    renderings = stackrender.render_stacks(where, stacks)
+    for r in renderings:
+        folders.write_folder(out / r.stack, r.objects, r.patches)
+        folders.write_outputs(out / f"{r.stack}.outputs.json", r.stack, r.outputs, r.secret_outputs)
     rows = [r.summary_row() for r in renderings]
     problems = [p for r in renderings for p in schema_problems(r.stack, r.objects)]
     print(
-        f"Rendered {len(DEMO_STACKS)} stacks offline into {out}/ (Pulumi mocks, the real program; "
-        "nothing was deployed)."
+        f"Rendered {len(renderings)} stacks offline into {out}/ (Pulumi's mock runtime, the real "
+        "program; nothing was deployed). Each folder holds Kubernetes objects only; the size "
+        "patches Pulumi applies are in its patches/, the stack's outputs beside it."
     )
     print()
     print(table(stackrender.SUMMARY_COLUMNS, rows))
     print()
-    from flux_minicluster.policy import checker
-
     report = checker.check([o for r in renderings for o in r.objects])
     print(f"Policy pack (offline): {report.summary()}")
     if problems or report.exit_code:
@@ -38,9 +45,10 @@ def run(args: argparse.Namespace) -> int:
         for line in problems:
             print(f"  {line}")
         return 1
+    first = renderings[0].stack if renderings else "local"
     print(
         "Every object validates strict against the Kubernetes schemas. Deploy with "
-        "`pulumi up -s local`, or apply a folder with `kubectl apply -f rendered/local`."
+        f"`pulumi up -s {first}`, or apply a folder with `kubectl apply -f {out}/{first}`."
     )
     return 0
 

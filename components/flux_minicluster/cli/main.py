@@ -1,13 +1,19 @@
-"""The ``minicluster`` command: validate, render, check and demo, for people and for CI.
+"""The ``minicluster`` command: validate, render, check, demo and init, for people and for CI.
 
 Problems with the input are the user's to fix, so they are printed one per line as
 ``FILE: field.path: message`` with exit code 2, never as a traceback. Subcommands import what
 they need when they run: ``validate`` must stay fast and must not import Pulumi.
+
+Flags mean what they mean to kubectl: ``-n/--namespace`` is the namespace of every MiniCluster
+that names none (one that names another is an error), ``-o/--output`` is a format (``yaml`` or
+``json``), a file ``-`` is standard input, and ``--cwd`` is where to look for the Pulumi project,
+as with ``pulumi``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -17,6 +23,11 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_INVALID = 2
 
+NAMESPACE_HELP = (
+    "namespace of every MiniCluster whose metadata names none (one that names another is an "
+    "error, as with kubectl)"
+)
+
 
 def _validate(args: argparse.Namespace) -> int:
     from flux_minicluster.core import plan
@@ -25,7 +36,7 @@ def _validate(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for path in args.files:
         try:
-            for mc in load_file(path, namespace=args.namespace):
+            for mc in load_file(path, name=args.name, default_namespace=args.namespace):
                 print(f"{path}: ok {plan.build(mc).summary()}")
         except SpecError as err:
             _print_problems(err)
@@ -51,9 +62,26 @@ def _demo(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _init(args: argparse.Namespace) -> int:
+    from flux_minicluster.cli.init import run
+
+    return run(args)
+
+
 def _print_problems(err: SpecError) -> None:
     for line in err.lines():
         print(line, file=sys.stderr)
+
+
+def version() -> str:
+    """The installed package's version (the checkout's when run from it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+
+    try:
+        return package_version("flux-minicluster")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,30 +89,62 @@ def build_parser() -> argparse.ArgumentParser:
         prog="minicluster",
         description="Flux Framework MiniClusters on Kubernetes, without the Flux Operator.",
     )
+    parser.add_argument("--version", action="version", version=f"minicluster {version()}")
+    parser.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="run in DIR: the Pulumi project (Pulumi.yaml) is found there or in its parents",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("validate", help="check MiniCluster files and print a summary of each")
+    p = sub.add_parser(
+        "validate",
+        help="check MiniCluster files and print a summary of each",
+        description="Check MiniCluster files (every document in each; '-' reads standard "
+        "input) and print one summary line per MiniCluster. Exit 2 on any problem, one line each.",
+    )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--namespace", "-n", help="namespace to assume when metadata has none")
+    p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
+    p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
     p.set_defaults(func=_validate)
 
     p = sub.add_parser(
         "render",
-        help="render a MiniCluster file (or a stack) into Kubernetes manifests",
-        description="Render a MiniCluster file into a kubectl-ready YAML stream, or a Pulumi "
-        "stack offline (--stack) into a folder of manifests and outputs.json.",
+        help="render MiniClusters (a file or stacks) into Kubernetes manifests",
+        description="Render every MiniCluster of a file ('-': standard input) into a "
+        "kubectl-ready stream, or Pulumi stacks offline (--stack). With --output-dir, one file "
+        "per object in apply order (a stack's outputs beside the folder). With --curve-cert the "
+        "same spec renders the same bytes every time.",
     )
     p.add_argument("file", nargs="?", metavar="FILE")
-    p.add_argument("--stack", "-s", help="render stacks/Pulumi.STACK.yaml offline")
-    p.add_argument("--namespace", "-n", help="namespace (default: metadata.namespace or default)")
-    p.add_argument("--output", "-o", metavar="DIR", help="write one file per object into DIR")
+    p.add_argument("--stack", "-s", action="append", default=[], help="render a stack offline")
+    p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
+    p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
+    p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml", help="output format")
+    p.add_argument("--output-dir", "-d", metavar="DIR", help="write one file per object into DIR")
+    p.add_argument(
+        "--curve-cert",
+        metavar="FILE",
+        help="the CURVE certificate to use, created (mode 0600) when FILE does not exist",
+    )
+    p.add_argument(
+        "--no-secret",
+        action="store_true",
+        help="leave the curve Secret out (create it apart, e.g. from a secret store)",
+    )
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="write a stack's secret outputs in clear (masked by default)",
+    )
     p.set_defaults(func=_render)
 
     p = sub.add_parser(
         "check",
-        help="run the policy pack offline over manifests or a stack",
-        description="Run the MiniCluster policies over rendered manifests (files or folders) "
-        "or over a stack rendered on the fly. Exit 1 on a mandatory violation.",
+        help="run the policy pack offline over manifests, MiniCluster files or stacks",
+        description="Run the MiniCluster policies over rendered manifests and MiniCluster "
+        "documents (files or folders; MiniClusters are rendered first) or over stacks rendered "
+        "on the fly. Exit 1 on a mandatory violation, 2 when there is nothing to check.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--stack", "-s", action="append", default=[], help="render and check a stack")
@@ -93,10 +153,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "demo",
-        help="render the bundled stacks offline and print what would be deployed",
+        help="render the project's bundled stacks offline and show what would be deployed",
+        description="Render this project's stacks offline (Pulumi's mock runtime, the real "
+        "program), check them against the schemas and the policy pack, and print a summary.",
     )
-    p.add_argument("--output", "-o", metavar="DIR", default="rendered")
+    p.add_argument("--output-dir", "-d", metavar="DIR", default="rendered")
     p.set_defaults(func=_demo)
+
+    p = sub.add_parser(
+        "init",
+        help="start a Pulumi project of your own that deploys a MiniCluster",
+        description="Write a new Pulumi project into DIR: Pulumi.yaml, __main__.py, a stack "
+        "file, requirements.txt and an example MiniCluster spec.",
+    )
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--name", help="the project's name (default: the directory's name)")
+    p.set_defaults(func=_init)
     return parser
 
 
@@ -105,9 +177,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        if args.cwd:
+            os.chdir(args.cwd)
         return func(args)
     except SpecError as err:
         _print_problems(err)
+        return EXIT_INVALID
+    except OSError as err:
+        print(
+            f"minicluster: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130

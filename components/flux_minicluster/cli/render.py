@@ -1,84 +1,154 @@
-"""``minicluster render FILE``: a MiniCluster as manifests for kubectl or GitOps, no Pulumi needed.
+"""``minicluster render``: MiniClusters as manifests for kubectl or GitOps, no Pulumi needed.
 
-The output is exactly what the Pulumi component would register (the same renderer), with a real
-certificate in the curve Secret so that ``kubectl apply -f -`` gives a working cluster. That
-certificate is generated here, on this machine, unless the spec carries ``flux.curveCert``; the
-notice on stderr says so, because the output then contains a secret key and must be handled like
-one (not committed to Git in clear, for instance).
+A file's MiniClusters render to exactly what the Pulumi component registers (the same renderer),
+with a real certificate in each curve Secret so that ``kubectl apply -f -`` gives a working
+cluster. Which certificate, in order: the spec's ``flux.curveCert``; ``--curve-cert FILE`` (read,
+or created 0600 when missing, so that the next render is byte for byte the same and a second
+``kubectl apply`` changes nothing); else a new one made here, which stderr announces, because
+the output then holds a secret key. ``--no-secret`` leaves the Secret out for GitOps repositories
+that must not hold one: create it apart (stderr prints the command).
 
-``--stack`` renders a whole Pulumi stack offline instead; that belongs to the deploy layer and is
-handed over to ``flux_minicluster.deploy.stackrender``.
+``--stack`` renders Pulumi stacks offline instead (the deploy layer's stack renderer): each into
+``DIR/<stack>/`` with its outputs in ``DIR/<stack>.outputs.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from flux_minicluster.cli import folders
 from flux_minicluster.core import certificate, plan
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.loading import load_one
-from flux_minicluster.core.render.manifests import render, to_yaml
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import load_file
+from flux_minicluster.core.render.manifests import render, to_json, to_yaml
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "stack", None):
-        # Imported by name: the deploy layer (and Pulumi) load only when a stack is rendered.
-        stackrender: Any = importlib.import_module("flux_minicluster.deploy.stackrender")
-        return int(stackrender.run(args))
+    if args.stack and args.file:
+        raise SpecError("give a MiniCluster FILE or --stack, not both")
+    if args.stack:
+        return _stacks(args)
     if not args.file:
-        print("minicluster render: give a MiniCluster FILE (or --stack STACK)", file=sys.stderr)
-        return EXIT_USAGE
+        raise SpecError("give a MiniCluster FILE ('-' for standard input) or --stack STACK")
+    objects = render_file(
+        args.file,
+        name=args.name,
+        namespace=args.namespace,
+        curve_cert=Path(args.curve_cert) if args.curve_cert else None,
+        with_secret=not args.no_secret,
+    )
+    return emit(objects, args)
 
-    mc = plan.build(load_one(args.file, namespace=args.namespace))
-    cert_text = mc.spec.flux.curve_cert
-    if cert_text is None:
-        cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
-        cert_text = certificate.render(cert)
+
+def render_file(
+    path: str,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    curve_cert: Path | None = None,
+    with_secret: bool = True,
+) -> list[dict[str, Any]]:
+    """Every object of every MiniCluster in ``path``, with its certificate (see the module)."""
+    objects: list[dict[str, Any]] = []
+    for definition in load_file(path, name=name, default_namespace=namespace):
+        mc = plan.build(definition)
+        text = _certificate(mc, curve_cert, path, announce=with_secret)
+        rendering = render(mc, text)
+        if with_secret:
+            objects += rendering.objects()
+            continue
+        objects += [o for o in rendering.objects() if o is not rendering.curve_secret]
         print(
-            f"{args.file}: generated a new CURVE certificate locally (public key "
-            f"{cert.public_key}); Secret {mc.namespace}/{mc.names.curve_secret} in the output "
-            "holds its secret key, so keep the output private",
+            f"{path}: the curve Secret {mc.namespace}/{mc.names.curve_secret} is left out; "
+            f"create it apart: kubectl create secret generic {mc.names.curve_secret} "
+            f"-n {mc.namespace} --from-file=curve.cert=<the certificate file>",
             file=sys.stderr,
         )
-    manifests = render(mc, cert_text).objects()
+    return objects
 
-    if not args.output:
-        sys.stdout.write(to_yaml(manifests))
+
+def _certificate(
+    mc: plan.MiniClusterPlan, curve_cert: Path | None, source: str, *, announce: bool
+) -> str:
+    if mc.spec.flux.curve_cert is not None:
+        return mc.spec.flux.curve_cert
+    if curve_cert is not None:
+        text, created = folders.load_or_create_certificate(curve_cert, mc.name, mc.names.lead_host)
+        if created:
+            print(f"{curve_cert}: created a new CURVE certificate (mode 0600)", file=sys.stderr)
+        return text
+    cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
+    if announce:
+        print(
+            f"{source}: generated a new CURVE certificate locally (public key "
+            f"{cert.public_key}); Secret {mc.namespace}/{mc.names.curve_secret} in the output "
+            "holds its secret key, so keep the output private (or pass --curve-cert FILE to "
+            "render the same certificate every time)",
+            file=sys.stderr,
+        )
+    return certificate.render(cert)
+
+
+def emit(objects: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """Print the objects (``-o yaml|json``) or write them into ``--output-dir``."""
+    if args.output_dir:
+        for path in folders.write_folder(Path(args.output_dir), objects):
+            print(path, file=sys.stderr)
         return EXIT_OK
-    return _write_files(Path(args.output), manifests)
-
-
-def _write_files(folder: Path, manifests: list[dict[str, Any]]) -> int:
-    """One file per object, numbered in creation order so that ``kubectl apply -f DIR`` works."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise SpecError(Problem("", f"cannot create {folder}: {err.strerror}")) from None
-    width = max(2, len(str(len(manifests))))
-    for number, manifest in enumerate(manifests, start=1):
-        kind = str(manifest["kind"]).lower()
-        name = str(manifest["metadata"]["name"])
-        path = folder / f"{number:0{width}d}-{kind}-{name}.yaml"
-        # A Secret's file holds the certificate's secret key: readable by its owner only.
-        mode = 0o600 if manifest["kind"] == "Secret" else 0o644
-        try:
-            _write(path, to_yaml([manifest]), mode)
-        except OSError as err:
-            raise SpecError(Problem("", f"cannot write {path}: {err.strerror}")) from None
-        print(path, file=sys.stderr)
+    sys.stdout.write(to_json(objects) if args.output == "json" else to_yaml(objects))
     return EXIT_OK
 
 
-def _write(path: Path, text: str, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-        os.fchmod(handle.fileno(), mode)  # an existing file keeps its old mode otherwise
-        handle.write(text)
+def _stacks(args: argparse.Namespace) -> int:
+    # Imported here: the deploy layer (and Pulumi) load only when a stack is rendered.
+    from flux_minicluster.deploy import project, stackrender
+
+    if args.name or args.namespace:
+        raise SpecError("--name and --namespace are the stack config's to set, not the CLI's")
+    where = project.find()
+    curve = None
+    if args.curve_cert:
+        text, created = folders.load_or_create_certificate(
+            Path(args.curve_cert), "flux-minicluster", "flux-minicluster-0"
+        )
+        curve = text
+        if created:
+            print(
+                f"{args.curve_cert}: created a new CURVE certificate (mode 0600)", file=sys.stderr
+            )
+    renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve)
+    for rendering in renderings:
+        _report(rendering)
+        objects = rendering.objects
+        if args.no_secret:
+            objects = [o for o in objects if o["kind"] != "Secret"]
+        if not args.output_dir:
+            args_out = argparse.Namespace(output_dir=None, output=args.output)
+            emit(objects, args_out)
+            continue
+        out = Path(args.output_dir)
+        folders.write_folder(out / rendering.stack, objects, rendering.patches)
+        folders.write_outputs(
+            out / f"{rendering.stack}.outputs.json",
+            rendering.stack,
+            rendering.outputs,
+            rendering.secret_outputs,
+            show_secrets=args.show_secrets,
+        )
+    return EXIT_OK
+
+
+def _report(rendering: Any) -> None:
+    print(
+        f"Offline rendering of stack {rendering.stack!r} (Pulumi's mock runtime; nothing was "
+        f"deployed): {len(rendering.objects)} objects and {len(rendering.patches)} patch(es)",
+        file=sys.stderr,
+    )
+    for note in rendering.notes:
+        print(f"  note: {note}", file=sys.stderr)

@@ -20,6 +20,9 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.spec import API_GROUP, API_VERSION, KIND, Metadata, MiniClusterSpec
 from flux_minicluster.core.validation import check_semantics, key_path, translate_errors
 
+# Checks that need a name run with this one when the document has none (its problem is reported).
+_STAND_IN_NAME = "minicluster"
+
 __all__ = ["load_file", "load_one", "load_text", "parse", "revalidate", "with_lead_address"]
 
 
@@ -30,13 +33,17 @@ def parse(
     namespace: str | None = None,
     source: str = "",
     lead_address: str | None = None,
+    default_namespace: str | None = None,
 ) -> MiniClusterDefinition:
     """Validate an operator document, a bare spec mapping or a spec model; raise SpecError.
 
     A whole document (``apiVersion``/``kind``/``metadata``/``spec``) and a bare spec are both
-    accepted, as users keep either. ``name`` and ``namespace`` arguments take precedence over
-    ``metadata``, like ``kubectl -n``. ``lead_address`` is a bursted cluster's lead address
-    supplied apart from the spec (it replaces ``flux.bursting.leadBroker.address``).
+    accepted, as users keep either. ``name`` and ``namespace`` are the deployer's (a stack or a
+    component argument) and take precedence over ``metadata``. ``default_namespace`` is kubectl's
+    ``-n``: the namespace of a document that names none, and an error for one that names another.
+    ``lead_address`` is a bursted cluster's lead address supplied apart from the spec (it replaces
+    ``flux.bursting.leadBroker.address``). Every problem is reported at once: a missing name does
+    not hide the spec's own problems.
     """
     problems: list[Problem] = []
     metadata = Metadata()
@@ -76,8 +83,20 @@ def parse(
 
     resolved_name = name or metadata.name
     if not resolved_name:
-        problems.append(Problem("metadata.name", "required (or pass a name)"))
-    resolved_namespace = namespace or metadata.namespace or DEFAULT_NAMESPACE
+        problems.append(Problem("metadata.name", "required (or pass a name, e.g. --name)"))
+    if (
+        default_namespace is not None
+        and metadata.namespace is not None
+        and metadata.namespace != default_namespace
+    ):
+        problems.append(
+            Problem(
+                "metadata.namespace",
+                f"is {metadata.namespace!r} but the namespace given is {default_namespace!r}; "
+                "give the same one, or leave one out",
+            )
+        )
+    resolved_namespace = namespace or metadata.namespace or default_namespace or DEFAULT_NAMESPACE
 
     spec: MiniClusterSpec | None = None
     if spec_data is not None:
@@ -88,21 +107,27 @@ def parse(
                 spec = MiniClusterSpec.model_validate(spec_data)
             except ValidationError as err:
                 problems += translate_errors(err, prefix, MiniClusterSpec)
-    if problems or spec is None or not resolved_name:
+    if spec is not None and lead_address is not None:
+        try:
+            spec = with_lead_address(spec, lead_address)
+        except SpecError as err:
+            problems += err.problems
+    # The cross-field rules need a name; without one, a stand-in lets them report the rest.
+    naming = ("metadata.name", "metadata.namespace")
+    definition: MiniClusterDefinition | None = None
+    if spec is not None and all(p.path in naming for p in problems):
+        definition = MiniClusterDefinition(
+            name=resolved_name or _STAND_IN_NAME,
+            namespace=resolved_namespace,
+            spec=spec,
+            labels=dict(metadata.labels),
+            annotations=dict(metadata.annotations),
+        )
+        problems += [
+            p for p in check_semantics(definition) if resolved_name or p.path != "metadata.name"
+        ]
+    if problems or definition is None or not resolved_name:
         raise SpecError(sorted(set(problems), key=problems.index), source=source)
-    if lead_address is not None:
-        spec = with_lead_address(spec, lead_address)
-
-    definition = MiniClusterDefinition(
-        name=resolved_name,
-        namespace=resolved_namespace,
-        spec=spec,
-        labels=dict(metadata.labels),
-        annotations=dict(metadata.annotations),
-    )
-    problems = check_semantics(definition)
-    if problems:
-        raise SpecError(problems, source=source)
     return definition
 
 
@@ -123,7 +148,12 @@ def with_lead_address(spec: MiniClusterSpec, address: str) -> MiniClusterSpec:
 
 
 def load_text(
-    text: str, *, source: str = "", name: str | None = None, namespace: str | None = None
+    text: str,
+    *,
+    source: str = "",
+    name: str | None = None,
+    namespace: str | None = None,
+    default_namespace: str | None = None,
 ) -> list[MiniClusterDefinition]:
     """Every MiniCluster in a YAML stream; all documents must be MiniClusters."""
     docs = yamlio.load_documents(text, source)
@@ -133,7 +163,9 @@ def load_text(
     found: list[MiniClusterDefinition] = []
     for i, doc in enumerate(docs):
         try:
-            found.append(parse(doc, name=name, namespace=namespace))
+            found.append(
+                parse(doc, name=name, namespace=namespace, default_namespace=default_namespace)
+            )
         except SpecError as err:
             where = "" if len(docs) == 1 else f"document[{i}]"
             problems += [Problem(_join(where, p.path), p.message) for p in err.problems]
@@ -143,11 +175,21 @@ def load_text(
 
 
 def load_file(
-    path: str | Path, *, name: str | None = None, namespace: str | None = None
+    path: str | Path,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    default_namespace: str | None = None,
 ) -> list[MiniClusterDefinition]:
     """Read, decode and validate a MiniCluster file (``-``: standard input); errors name it."""
     source = "<stdin>" if str(path) == documents.STDIN else str(path)
-    return load_text(documents.read_text(path), source=source, name=name, namespace=namespace)
+    return load_text(
+        documents.read_text(path),
+        source=source,
+        name=name,
+        namespace=namespace,
+        default_namespace=default_namespace,
+    )
 
 
 def load_one(

@@ -71,7 +71,9 @@ def checked_certificate(text: pulumi.Input[str | None], source: str) -> pulumi.O
     def check(value: str | None) -> str:
         if not isinstance(value, str) or not value.strip():
             raise certificates.CertificateError(
-                f"the curve certificate from {source} is empty: it printed no certificate"
+                f"the curve certificate from {source} is empty: it printed no certificate. "
+                "Under Pulumi's mocks (pulumi.runtime.set_mocks) nothing runs a Command: use "
+                "flux_minicluster.testing.MiniClusterMocks, which answers it, or pass curve_cert"
             )
         normalized = normalize_certificate(value)
         try:

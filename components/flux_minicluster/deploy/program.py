@@ -183,6 +183,7 @@ def _root_exports(config: StackConfig, cluster: MiniCluster, opts: pulumi.Resour
         else None,
         port=layout.BROKER_PORT,
         node_port=config.bursting.node_port,
+        source_ranges=config.bursting.source_ranges,
     )
     service = k8s.core.v1.Service(
         plan.names.lead_service,

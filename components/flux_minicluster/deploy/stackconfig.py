@@ -9,6 +9,7 @@ of Pulumi itself; the program hands it plain values.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -87,6 +88,9 @@ class BurstingConfig(ConfigModel):
     node_port: int | None = Field(default=None, ge=30000, le=32767)
     # The address bursts should dial when the lead is exposed by NodePort (a node's address).
     lead_address: str | None = None
+    # Who may reach the lead broker's port from outside (CIDRs): the bursts' egress addresses.
+    # Becomes the lead Service's loadBalancerSourceRanges; empty means every address.
+    source_ranges: list[str] = Field(default_factory=list)
     # burst
     root_stack: str | None = None
 
@@ -96,8 +100,17 @@ class BurstingConfig(ConfigModel):
             raise ValueError("a root must declare the clusters it bursts to (clusters)")
         if self.role == "burst" and not self.root_stack:
             raise ValueError("a burst stack must name its root stack (rootStack)")
-        if self.role != "root" and (self.clusters or self.expose or self.node_port):
-            raise ValueError("clusters, expose and nodePort belong to role: root")
+        if self.role != "root" and (
+            self.clusters or self.expose or self.node_port or self.source_ranges
+        ):
+            raise ValueError("clusters, expose, nodePort and sourceRanges belong to role: root")
+        for cidr in self.source_ranges:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                raise ValueError(
+                    f"sourceRanges: {cidr!r} is not a CIDR such as 203.0.113.0/24"
+                ) from None
         if self.role != "burst" and self.root_stack:
             raise ValueError("rootStack belongs to role: burst")
         return self

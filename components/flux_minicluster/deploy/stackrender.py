@@ -1,37 +1,38 @@
-"""Offline stack rendering: the real ``__main__.py`` under recording mocks, written out as YAML.
+"""Offline stack rendering: a project's real program under the recorder, as Kubernetes objects.
 
-There is no Pulumi engine on most machines this project is checked on, and a user without one
-still wants to see what a stack would deploy. This runs the actual program for
-``stacks/Pulumi.<stack>.yaml`` in-process, with the stack's config, and stands in for what only
-the engine, a provider or a cluster could supply, each stand-in stated:
+A user without a Pulumi engine, a provider or a cluster still wants to see what a stack would
+deploy. This runs the project's actual program (its ``Pulumi.yaml`` ``main``) in-process with the
+stack's config, under ``recorder``, and stands in for what only the engine, a provider or a cloud
+could supply, each stand-in stated in the rendering's notes:
 
-* the keygen Command really runs, with the ``builtin`` strategy (pyzmq, no cluster needed);
-* a StackReference reads the root stack's ``outputs.json`` rendered earlier into the same folder;
+* the keygen Command runs for real with the ``builtin`` strategy (pyzmq, no cluster needed), or
+  prints a certificate the caller gives (``curve_cert``), so that a render can be repeated byte for
+  byte;
+* a StackReference reads the outputs of the root stack rendered just before (a burst's root is
+  rendered first when it was not asked for);
 * a LoadBalancer Service gets the documentation address ``192.0.2.10`` (TEST-NET-1) as its
   ingress, since no cloud will assign one;
 * ``secure:`` config values become the text ``offline-stand-in``.
 
-The result is a folder per stack with one YAML file per Kubernetes object and ``outputs.json``.
+The result is data (objects, the size patches, outputs); writing it out is the CLI's business.
 """
 
 from __future__ import annotations
 
-import json
 import runpy
-import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pulumi.runtime.mocks import MockResourceArgs
 
+from flux_minicluster.core import documents
 from flux_minicluster.core import hostlist as hostlists
-from flux_minicluster.core import yamlio
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.render.manifests import to_yaml
+from flux_minicluster.deploy.project import Project
 from flux_minicluster.deploy.recorder import (
+    CommandStdout,
     RegistrationRecorder,
     plain,
     run_create_script,
@@ -39,16 +40,41 @@ from flux_minicluster.deploy.recorder import (
 )
 from flux_minicluster.deploy.stackconfig import PROJECT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-STACKS_DIR = PROJECT_ROOT / "stacks"
-LOAD_BALANCER_STAND_IN = "192.0.2.10"
-SECURE_STAND_IN = "offline-stand-in"
-OUTPUTS_FILE = "outputs.json"
-SUMMARY_COLUMNS = ("stack", "objects", "pods", "hostlist", "lead broker", "seconds")
+__all__ = [
+    "LOAD_BALANCER_STAND_IN",
+    "SECURE_STAND_IN",
+    "SUMMARY_COLUMNS",
+    "OfflineMocks",
+    "StackRendering",
+    "order_stacks",
+    "read_stack_config",
+    "render_stack",
+    "render_stacks",
+    "root_of",
+]
+
+LOAD_BALANCER_STAND_IN: Final = "192.0.2.10"
+SECURE_STAND_IN: Final = "offline-stand-in"
+SUMMARY_COLUMNS: Final = ("stack", "objects", "pods", "hostlist", "lead broker", "seconds")
+PATCH_SUFFIX: Final = "Patch"
+# The order objects are applied in (kubectl applies a folder's files in name order): what others
+# refer to comes first, the Job last.
+_KIND_ORDER: Final = (
+    "Namespace",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "NetworkPolicy",
+    "Service",
+    "Pod",
+    "Job",
+)
 
 
 class OfflineMocks(RegistrationRecorder):
-    """Recording mocks plus the stand-ins a cloud would provide for a LoadBalancer."""
+    """The recorder plus the stand-in a cloud would provide: a LoadBalancer's address."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         resource_id, state = super().new_resource(args)
@@ -61,11 +87,13 @@ class OfflineMocks(RegistrationRecorder):
 
 @dataclass
 class StackRendering:
-    """One stack rendered offline: where it went, what it holds, how long it took."""
+    """One stack rendered offline: what ``pulumi up`` would create, and what it would export."""
 
     stack: str
-    directory: Path
     objects: list[dict[str, Any]]
+    """Every Kubernetes object, in apply order (kind, then namespace and name)."""
+    patches: list[dict[str, Any]]
+    """The server-side-apply patches Pulumi applies after the objects (a Job's size)."""
     outputs: dict[str, Any]
     secret_outputs: list[str]
     seconds: float
@@ -83,13 +111,13 @@ class StackRendering:
         if lead:
             lead = f"exposes {lead}:{self.outputs.get('leadBrokerPort')}"
         elif self.outputs.get("rootStack"):
-            first = next(hostlists.iter_hosts(hosts), "")
-            lead = f"joins {first} ({str(self.outputs['rootStack']).rsplit('/', 1)[-1]})"
+            root = str(self.outputs["rootStack"]).rsplit("/", 1)[-1]
+            lead = f"joins {self.outputs.get('leadBrokerHost', '')} ({root})"
         else:
             lead = str(self.outputs.get("leadBrokerHost", ""))
         return (
             self.stack,
-            str(len(self.objects)),
+            str(len(self.objects) + len(self.patches)),
             str(pods),
             f"{hosts} ({count} ranks)",
             lead,
@@ -97,18 +125,10 @@ class StackRendering:
         )
 
 
-def stack_file(stack: str) -> Path:
-    path = STACKS_DIR / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.name[7:-5] for p in STACKS_DIR.glob("Pulumi.*.yaml")))
-        raise SpecError(Problem("", f"no stack {stack!r} in {STACKS_DIR} (known: {known})"))
-    return path
-
-
-def read_stack_config(stack: str) -> tuple[dict[str, Any], list[str]]:
+def read_stack_config(project: Project, stack: str) -> tuple[dict[str, Any], list[str]]:
     """The stack file's config, keys as Pulumi stores them; secure values replaced (noted)."""
-    path = stack_file(stack)
-    docs = yamlio.load_documents(yamlio.decode(path.read_bytes(), str(path)), str(path))
+    path = project.stack_file(stack)
+    docs = documents.read_file(path)
     document = docs[0] if docs else {}
     config = document.get("config", {}) if isinstance(document, Mapping) else None
     if not isinstance(config, Mapping):
@@ -124,7 +144,7 @@ def read_stack_config(stack: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def root_of(config: Mapping[str, Any]) -> str | None:
-    """The root stack a burst stack names (``org/project/stack`` -> ``stack``), if any."""
+    """The root stack a burst stack names (``organization/<project>/<stack>``), if any."""
     bursting = config.get(f"{PROJECT}:bursting")
     if isinstance(bursting, Mapping) and bursting.get("role") == "burst":
         root = bursting.get("rootStack")
@@ -133,17 +153,47 @@ def root_of(config: Mapping[str, Any]) -> str | None:
     return None
 
 
-def order_stacks(stacks: Iterable[str]) -> list[str]:
-    """Roots before the bursts that read them, otherwise in the given order."""
-    names = list(dict.fromkeys(stacks))
-    roots = [s for s in names if root_of(read_stack_config(s)[0]) is None]
-    return roots + [s for s in names if s not in roots]
+def order_stacks(project: Project, stacks: Iterable[str]) -> list[str]:
+    """Roots before the bursts that read them, each burst's root added when it is missing."""
+    wanted = list(dict.fromkeys(stacks))
+    ordered: list[str] = []
+    for stack in wanted:
+        root = root_of(read_stack_config(project, stack)[0])
+        if root is not None:
+            name = root.rsplit("/", 1)[-1]
+            if name not in ordered:
+                ordered.append(name)
+    ordered += [s for s in wanted if s not in ordered]
+    return ordered
 
 
-def render_stack(stack: str, out: Path, *, quiet: bool = False) -> StackRendering:
-    """Render one stack into ``out/<stack>/``; a burst's root must already be in ``out``."""
+def render_stacks(
+    project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
+) -> list[StackRendering]:
+    """The stacks in the order asked for (rendered roots first); a burst's root is rendered too
+    when it was not asked for, to be read."""
+    wanted = list(dict.fromkeys(stacks))
+    rendered: dict[str, StackRendering] = {}
+    for stack in order_stacks(project, wanted):
+        rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert)
+    extra = [s for s in rendered if s not in wanted]
+    out = [rendered[s] for s in wanted]
+    for rendering in out:
+        for root in extra:
+            rendering.notes.append(f"the root stack {root!r} was rendered first, to be read")
+    return out
+
+
+def render_stack(
+    project: Project,
+    stack: str,
+    roots: Mapping[str, StackRendering] | None = None,
+    *,
+    curve_cert: str | None = None,
+) -> StackRendering:
+    """Render one stack; a burst reads its root's outputs from ``roots``."""
     started = time.perf_counter()
-    config, notes = read_stack_config(stack)
+    config, notes = read_stack_config(project, stack)
     keygen = dict(config.get(f"{PROJECT}:keygen") or {})
     keygen["strategy"] = "builtin"
     config[f"{PROJECT}:keygen"] = keygen
@@ -151,84 +201,49 @@ def render_stack(stack: str, out: Path, *, quiet: bool = False) -> StackRenderin
     references: dict[str, Any] = {}
     root = root_of(config)
     if root is not None:
-        root_name = root.rsplit("/", 1)[-1]
-        outputs_path = out / root_name / OUTPUTS_FILE
-        if not outputs_path.is_file():
+        name = root.rsplit("/", 1)[-1]
+        given = (roots or {}).get(name)
+        if given is None:
             raise SpecError(
                 Problem(
                     f"{PROJECT}:bursting.rootStack",
-                    f"render the root stack {root_name!r} first: no {outputs_path}",
+                    f"render the root stack {name!r} with it (roots are rendered first)",
                 )
             )
-        saved = json.loads(outputs_path.read_text())
-        references[root] = {
-            "outputs": saved["outputs"],
-            "secretOutputNames": saved.get("secretOutputNames", []),
-        }
-        notes.append(f"StackReference {root} read from {outputs_path}")
+        references[root] = {"outputs": given.outputs, "secretOutputNames": given.secret_outputs}
+        notes.append(f"StackReference {root} read from the rendering of {name!r}")
 
-    mocks = OfflineMocks(command_stdout=run_create_script, stack_references=references)
-    main = PROJECT_ROOT / "__main__.py"
+    stdout: CommandStdout = run_create_script
+    if curve_cert is not None:
+        stdout = curve_cert.removesuffix("\n")  # as pulumi-command prints it
+        notes.append("the curve certificate is the one given (--curve-cert)")
+    mocks = OfflineMocks(command_stdout=stdout, stack_references=references)
     run = run_program(
-        lambda: runpy.run_path(str(main), run_name="__main__"),
+        lambda: runpy.run_path(str(project.program), run_name="__main__"),
         mocks=mocks,
-        project=PROJECT,
+        project=project.name,
         stack=stack,
         config=config,
     )
-    if mocks.of_type("command:local:Command"):
+    if curve_cert is None and mocks.of_type("command:local:Command"):
         notes.append("the curve certificate was made for real by the builtin keygen (pyzmq)")
-    objects = [
-        plain(r.inputs)
-        for r in run.resources
-        if r.is_kubernetes_object and not r.typ.endswith("Patch")
-    ]
-    outputs = {k: e.value for k, e in run.exports.items() if e.known}
-    secret_outputs = sorted(k for k, e in run.exports.items() if e.secret)
-    directory = out / stack
-    _write(directory, objects, outputs, secret_outputs, stack)
-    rendering = StackRendering(
-        stack, directory, objects, outputs, secret_outputs, time.perf_counter() - started, notes
+    kube = [r for r in run.resources if r.is_kubernetes_object]
+    objects = [plain(r.inputs) for r in kube if not r.typ.endswith(PATCH_SUFFIX)]
+    patches = [plain(r.inputs) for r in kube if r.typ.endswith(PATCH_SUFFIX)]
+    return StackRendering(
+        stack=stack,
+        objects=sorted(objects, key=apply_order),
+        patches=sorted(patches, key=apply_order),
+        outputs={k: e.value for k, e in run.exports.items() if e.known},
+        secret_outputs=sorted(k for k, e in run.exports.items() if e.secret),
+        seconds=time.perf_counter() - started,
+        notes=notes,
     )
-    if not quiet:
-        _report(rendering)
-    return rendering
 
 
-def _write(
-    directory: Path,
-    objects: list[dict[str, Any]],
-    outputs: dict[str, Any],
-    secret_outputs: list[str],
-    stack: str,
-) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for old in directory.glob("*.yaml"):
-        old.unlink()
-    for i, obj in enumerate(objects):
-        name = f"{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
-        (directory / name).write_text(to_yaml([obj]))
-    payload = {
-        "stack": stack,
-        "note": "offline rendering under Pulumi mocks; nothing was deployed",
-        "outputs": outputs,
-        "secretOutputNames": secret_outputs,
-    }
-    (directory / OUTPUTS_FILE).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-
-
-def _report(rendering: StackRendering) -> None:
-    print(
-        f"Offline rendering of stack {rendering.stack!r} (Pulumi mocks; nothing was deployed): "
-        f"{len(rendering.objects)} objects in {rendering.directory}/",
-        file=sys.stderr,
-    )
-    for note in rendering.notes:
-        print(f"  note: {note}", file=sys.stderr)
-
-
-def run(args: Any) -> int:
-    """`minicluster render --stack NAME [-o DIR]`."""
-    out = Path(args.output or "rendered")
-    render_stack(args.stack, out)
-    return 0
+def apply_order(manifest: Mapping[str, Any]) -> tuple[int, str, str]:
+    """The key that sorts objects so that what an object refers to comes before it."""
+    kind = str(manifest.get("kind", ""))
+    rank = _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+    metadata = manifest.get("metadata") or {}
+    return rank, str(metadata.get("namespace", "")), str(metadata.get("name", ""))

@@ -30,7 +30,8 @@ Improvements over the operator, each deliberate:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
@@ -51,8 +52,10 @@ __all__ = [
     "Wait",
     "await_annotations",
     "broker_config_hash",
+    "kubernetes_order",
     "lead_service",
     "render",
+    "to_json",
     "to_yaml",
 ]
 
@@ -438,13 +441,15 @@ def lead_service(
     annotations: dict[str, str] | None = None,
     port: int = layout.BROKER_PORT,
     node_port: int | None = None,
+    source_ranges: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Service ``<name>-lead``: rank 0's broker port, reachable from outside the cluster.
 
     A bursting root exposes it so that bursted clusters elsewhere can connect to their lead
     (their ``leadBroker.address``/``port``). It selects rank 0 by the Job controller's completion
     index label and forwards ``port`` to the broker's 8050. Cloud load balancers take their
-    settings from ``annotations`` (internal LB, static IP, ...).
+    settings from ``annotations`` (internal LB, static IP, ...). ``source_ranges`` (CIDRs) are
+    the only addresses a LoadBalancer lets in; a NodePort cannot be restricted by its Service.
     """
     if service_type not in ("LoadBalancer", "NodePort"):
         raise ValueError(f"service_type must be LoadBalancer or NodePort, got {service_type!r}")
@@ -453,19 +458,22 @@ def lead_service(
     service_port = {**_broker_port(), "port": port}
     if node_port is not None:
         service_port["nodePort"] = node_port
+    spec: dict[str, Any] = {
+        "type": service_type,
+        # The lead must be reachable while it starts, like within the cluster.
+        "publishNotReadyAddresses": True,
+        "selector": _rank0_selector(plan),
+        "ports": [service_port],
+    }
+    if source_ranges and service_type == "LoadBalancer":
+        spec["loadBalancerSourceRanges"] = list(source_ranges)
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _metadata(
             plan, plan.names.lead_service, _labels(plan), dict(annotations or {})
         ),
-        "spec": {
-            "type": service_type,
-            # The lead must be reachable while it starts, like within the cluster.
-            "publishNotReadyAddresses": True,
-            "selector": _rank0_selector(plan),
-            "ports": [service_port],
-        },
+        "spec": spec,
     }
 
 
@@ -481,13 +489,36 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+_HEAD: Final = ("apiVersion", "kind", "metadata")
+
+
+def kubernetes_order(manifest: Mapping[str, Any]) -> Manifest:
+    """The manifest with ``apiVersion``, ``kind``, ``metadata`` first, as Kubernetes writes them;
+    every other key keeps its order (objects recorded from Pulumi arrive in another one)."""
+    head = {key: manifest[key] for key in _HEAD if key in manifest}
+    return {**head, **{k: v for k, v in manifest.items() if k not in head}}
+
+
 def to_yaml(manifests: list[dict[str, Any]]) -> str:
     """A kubectl-ready multi-document stream, every document starting with ``---``.
 
-    Keys keep the renderer's order and scripts stay readable; the stream loads back to exactly
-    ``manifests``.
+    Keys keep Kubernetes' order at the top and the renderer's below, scripts stay readable, and
+    the stream loads back to exactly ``manifests``.
     """
     return "".join(
-        "---\n" + yaml.dump(m, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
+        "---\n"
+        + yaml.dump(
+            kubernetes_order(m), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096
+        )
         for m in manifests
     )
+
+
+def to_json(manifests: list[dict[str, Any]]) -> str:
+    """The objects as one JSON ``List``, as ``kubectl get -o json`` prints several."""
+    document = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [kubernetes_order(m) for m in manifests],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,61 @@
+"""`minicluster init`, `--version` and `--cwd`: starting a project of your own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from cli import minicluster
+
+
+def test_init_writes_a_project_that_renders_validates_and_checks(tmp_path: Path) -> None:
+    result = minicluster("init", "my-hpc", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    project = tmp_path / "my-hpc"
+    assert yaml.safe_load((project / "Pulumi.yaml").read_text())["name"] == "my-hpc"
+    assert (project / "stacks" / "Pulumi.dev.yaml").is_file()
+    assert minicluster("validate", "minicluster.yaml", cwd=project).returncode == 0
+    rendered = minicluster("render", "--stack", "dev", "-d", "rendered", cwd=project)
+    assert rendered.returncode == 0, rendered.stderr
+    kinds = sorted(p.name.split("-")[1] for p in (project / "rendered" / "dev").glob("*.yaml"))
+    assert kinds == ["configmap", "job", "namespace", "secret", "service"]
+    checked = minicluster("check", "--stack", "dev", cwd=project)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # From a subfolder too, as pulumi finds its project in the parents.
+    (project / "sub").mkdir()
+    assert minicluster("render", "--stack", "dev", cwd=project / "sub").returncode == 0
+
+
+def test_init_never_overwrites(tmp_path: Path) -> None:
+    assert minicluster("init", "p", cwd=tmp_path).returncode == 0
+    again = minicluster("init", "p", cwd=tmp_path)
+    assert again.returncode == 2
+    assert "already has Pulumi.yaml" in again.stderr
+
+
+def test_outside_a_project_says_so(tmp_path: Path) -> None:
+    result = minicluster("render", "--stack", "local", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no Pulumi project (Pulumi.yaml)" in result.stderr
+    assert "minicluster init" in result.stderr
+
+
+def test_cwd_finds_the_project_elsewhere(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    result = minicluster("--cwd", str(root), "render", "--stack", "local", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_version() -> None:
+    result = minicluster("--version", cwd=Path.cwd())
+    assert result.returncode == 0
+    assert result.stdout.startswith("minicluster 0.")
+
+
+def test_every_subcommand_has_a_description() -> None:
+    from flux_minicluster.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    for name, command in sub.choices.items():  # type: ignore[union-attr]
+        assert command.description, name
