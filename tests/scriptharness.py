@@ -7,9 +7,15 @@ sandbox, and puts fakes first on PATH:
 
 * ``flux`` records its argv (one JSON list per line) and, for ``flux start``/``flux broker``,
   fails a chosen number of times before it succeeds; with ``run_program`` it then runs the
-  initial program it was given, as a real rank 0 would;
+  initial program it was given, as a real rank 0 would. Like a real broker it *joins*: at once
+  by default, after ``join`` seconds, or never (``join="never"``: it blocks until a signal, as a
+  worker whose parent refuses its CURVE handshake does). Until it has joined, ``flux module
+  list`` fails with Flux's "Upstream Flux broker is offline" (the broker refuses client requests
+  before its init state), while ``flux getattr tbon.parent-endpoint`` answers during join, as
+  real Flux does for attr.get, when the test gives it an endpoint;
 * ``hostname`` prints the name the test chose (``<name>-0`` for rank 0, ``<name>-1`` ...);
-* ``sleep`` records its argument and returns at once, so retry delays are asserted, not waited;
+* ``sleep`` records its argument and returns at once, so retry delays are asserted, not waited
+  (``sleep_real`` makes each call really sleep that long, to pace a polling loop);
 * ``/usr/bin/time`` (rewritten) drops ``-f FORMAT`` and runs the rest.
 """
 
@@ -31,12 +37,28 @@ from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 FAKE_FLUX = f"""#!{sys.executable}
-import json, os, subprocess, sys
+import json, os, signal, subprocess, sys, time
 args = sys.argv[1:]
 with open(os.environ["FAKE_FLUX_LOG"], "a") as fh:
     fh.write(json.dumps(args) + "\\n")
+if "FLUX_URI" in os.environ:
+    with open(os.environ["FAKE_FLUX_URI_LOG"], "a") as fh:
+        fh.write(json.dumps([os.environ["FLUX_URI"], *args]) + "\\n")
+joined = os.environ["FAKE_FLUX_JOINED"]
+offline = "Upstream Flux broker is offline. Try again later."
 if args[:2] == ["R", "encode"]:
     print('{{"version": 1, "execution": {{"fake": true}}}}')
+    sys.exit(0)
+if args[:2] == ["module", "list"]:
+    if not os.path.exists(joined):
+        sys.exit(f"flux-module: list: {{offline}}")
+    print("Module                   Idle  S Sendq Recvq Service")
+    sys.exit(0)
+if args[:2] == ["getattr", "tbon.parent-endpoint"]:
+    endpoint = os.environ.get("FAKE_FLUX_PARENT_ENDPOINT")
+    if not endpoint:
+        sys.exit(f"flux-getattr: {{offline}}")
+    print(endpoint)
     sys.exit(0)
 if args and args[0] in ("start", "broker"):
     counter = os.environ["FAKE_FLUX_COUNTER"]
@@ -45,6 +67,22 @@ if args and args[0] in ("start", "broker"):
         fh.write(str(done + 1))
     if done < int(os.environ.get("FAKE_FLUX_FAILURES", "0")):
         sys.exit(int(os.environ.get("FAKE_FLUX_RC", "1")))
+    with open(os.environ["FAKE_FLUX_PID"], "w") as fh:
+        fh.write(str(os.getpid()))
+
+    def terminated(signum, frame):
+        with open(os.environ["FAKE_FLUX_SIGNALS"], "a") as fh:
+            fh.write(signal.Signals(signum).name + "\\n")
+        sys.exit(1)  # a broker in its join state exits 1 on SIGTERM (parent-fail)
+
+    signal.signal(signal.SIGTERM, terminated)
+    join = os.environ.get("FAKE_FLUX_JOIN", "0")
+    if join == "never":
+        while True:
+            time.sleep(60)
+    time.sleep(float(join))
+    open(joined, "w").close()
+    time.sleep(float(os.environ.get("FAKE_FLUX_RUN", "0")))
     if args[0] == "start" and os.environ.get("FAKE_FLUX_RUN_PROGRAM"):
         rest = args[1:]
         if rest and rest[0].startswith("--wrap="):
@@ -65,6 +103,9 @@ printf '%s\\n' "${FAKE_HOSTNAME}"
 
 FAKE_SLEEP = """#!/bin/bash
 printf '%s\\n' "$1" >> "${FAKE_SLEEP_LOG}"
+if [ -n "${FAKE_SLEEP_REAL:-}" ]; then
+  exec /bin/sleep "${FAKE_SLEEP_REAL}"
+fi
 """
 
 FAKE_TIME = """#!/bin/bash
@@ -72,6 +113,10 @@ FAKE_TIME = """#!/bin/bash
 shift 2
 exec "$@"
 """
+
+# The sandbox certificate's keys (Z85-shaped, made up for the tests).
+PUBLIC_KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+SECRET_KEY = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
 
 # Roots a pod provides, per script: the init container sees the image's /opt/software and
 # /opt/view; the application containers see their own /opt/software emptyDir.
@@ -107,8 +152,12 @@ class Sandbox:
         self.work = self.root / "work"
         self.work.mkdir()
         self.flux_log = self.root / "flux.log"
+        self.uri_log = self.root / "flux-uri.log"
         self.sleep_log = self.root / "sleep.log"
         self.counter = self.root / "flux.counter"
+        self.joined = self.root / "flux.joined"
+        self.broker_pid_file = self.root / "flux.pid"
+        self.signal_log = self.root / "flux.signals"
         self.data = entrypoint_data(self.mc)
         for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -121,7 +170,16 @@ class Sandbox:
         # The curve Secret, group-readable as a Secret volume with fsGroup may be.
         curve = self.path(layout.CURVE_DIR)
         curve.mkdir(parents=True)
-        self.cert_text = '#   ZeroMQ CURVE **Secret** Certificate\ncurve\n    secret-key = "x"\n'
+        # `flux keygen`'s layout; the public key is printed by a burst that cannot join, never
+        # the secret key.
+        self.cert_text = (
+            "#   ZeroMQ CURVE **Secret** Certificate\n"
+            "metadata\n"
+            '    name = "flux-sample"\n'
+            "curve\n"
+            f'    public-key = "{PUBLIC_KEY}"\n'
+            f'    secret-key = "{SECRET_KEY}"\n'
+        )
         (curve / layout.CURVE_FILE).write_text(self.cert_text)
         (curve / layout.CURVE_FILE).chmod(0o640)
 
@@ -197,10 +255,19 @@ class Sandbox:
         fail_rc: int = 1,
         exit_rc: int = 0,
         run_program: bool = False,
+        join: float | str = 0,
+        run_seconds: float = 0,
+        parent_endpoint: str | None = None,
+        sleep_real: float | None = None,
         env: Mapping[str, str] | None = None,
         text: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run one entrypoint key (or ``text``) with bash, as its container would."""
+        """Run one entrypoint key (or ``text``) with bash, as its container would.
+
+        ``join``: seconds a started broker takes to join its parent, or ``"never"``;
+        ``run_seconds``: how long it then runs; ``parent_endpoint``: what it answers for
+        ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init).
+        """
         body = self.rewrite(text if text is not None else self.data[script], script)
         path = self.root / f"run-{script}"
         path.write_text(body)
@@ -213,9 +280,17 @@ class Sandbox:
             "FAKE_FLUX_FAILURES": str(failures),
             "FAKE_FLUX_RC": str(fail_rc),
             "FAKE_FLUX_EXIT": str(exit_rc),
+            "FAKE_FLUX_URI_LOG": str(self.uri_log),
+            "FAKE_FLUX_JOINED": str(self.joined),
+            "FAKE_FLUX_JOIN": str(join),
+            "FAKE_FLUX_RUN": str(run_seconds),
+            "FAKE_FLUX_PID": str(self.broker_pid_file),
+            "FAKE_FLUX_SIGNALS": str(self.signal_log),
             "FAKE_HOSTNAME": hostname,
             "FAKE_SLEEP_LOG": str(self.sleep_log),
             **({"FAKE_FLUX_RUN_PROGRAM": "1"} if run_program else {}),
+            **({"FAKE_FLUX_PARENT_ENDPOINT": parent_endpoint} if parent_endpoint else {}),
+            **({"FAKE_SLEEP_REAL": str(sleep_real)} if sleep_real is not None else {}),
             **(env or {}),
         }
         return subprocess.run(
@@ -236,6 +311,20 @@ class Sandbox:
     def broker_calls(self) -> list[list[str]]:
         """The `flux start` and `flux broker` invocations, in order."""
         return [c for c in self.flux_calls() if c and c[0] in ("start", "broker")]
+
+    def uri_calls(self) -> list[list[str]]:
+        """``[FLUX_URI, *argv]`` of every flux call made with FLUX_URI set, in order."""
+        if not self.uri_log.exists():
+            return []
+        return [json.loads(line) for line in self.uri_log.read_text().splitlines()]
+
+    def broker_pid(self) -> int:
+        """The pid of the last fake broker started (it wrote it when it started)."""
+        return int(self.broker_pid_file.read_text())
+
+    def broker_signals(self) -> list[str]:
+        """The signals the fake brokers caught (SIGTERM), in order."""
+        return self.signal_log.read_text().split() if self.signal_log.exists() else []
 
     def sleeps(self) -> list[str]:
         return self.sleep_log.read_text().split() if self.sleep_log.exists() else []

@@ -7,22 +7,31 @@ line is asserted, as rank 0 and as a worker.
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scriptharness import Sandbox
+from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
 
 from flux_minicluster.core import layout
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.loading import load_one
 from flux_minicluster.core.plan import MiniClusterPlan
-from flux_minicluster.core.render.scripts import CUSTOM_SCRIPT, entrypoint_data
+from flux_minicluster.core.render.scripts import (
+    CUSTOM_SCRIPT,
+    JOIN_FAILED_STATUS,
+    JOIN_POLL_SECONDS,
+    JOIN_TIMEOUT_ENV,
+    entrypoint_data,
+)
 
 NAME = "flux-sample"
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
@@ -220,6 +229,22 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "containers": [
                 app(command="sleep 10", commands={"brokerPre": "echo bp", "workerPre": "echo wp"})
             ],
+        },
+    ),
+    "burst-child-quiet-strict": (
+        "child",
+        {
+            "size": 2,
+            "logging": {"quiet": True, "strict": True},
+            "flux": {
+                "wrap": "strace,-f",
+                "completeWorkers": True,
+                "bursting": {
+                    "leadBroker": {"address": "34.1.2.3", "name": NAME, "size": 4, "port": 9000},
+                    "clusters": [{"name": "child", "size": 2}],
+                },
+            },
+            "containers": [app(commands={"workerPre": "echo wp", "post": "echo post"})],
         },
     ),
     "hostile": (
@@ -559,12 +584,181 @@ def test_bursted_child_has_no_rank0(tmp_path: Path, sandbox: MakeSandbox) -> Non
     result = box.run("wait-0.sh", hostname="child-0")
     assert result.returncode == 0, result.stderr
     assert box.broker_calls() == [
-        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
+        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s", zmq=True)]
     ]
     assert markers(result.stdout) == ["wp"]
     assert ["R", "encode", f"--hosts=34.1.2.3,{NAME}-[1-3],child-[0-1]", "--local"] in (
         box.flux_calls()
     )
+
+
+# --- behaviour: a bursting group (zmqdebug, the burst's join watchdog) ----------------------
+
+
+def burst_spec(**changes: Any) -> dict[str, Any]:
+    """SPECS["burst-child"] (lead 34.1.2.3:9000) with top-level fields merged in."""
+    spec = copy.deepcopy(SPECS["burst-child"][1])
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            spec[key] = {**spec.get(key, {}), **value}
+        else:
+            spec[key] = value
+    return spec
+
+
+# Each fake `sleep` of the watchdog really sleeps this long (a poll takes 50 ms).
+POLL = 0.05
+
+
+@pytest.mark.parametrize(
+    ("case", "hosts"),
+    [
+        ("burst-root", [f"{NAME}-0", f"{NAME}-1"]),
+        ("burst-child", ["child-0", "child-1"]),
+        ("submit", [f"{NAME}-0", f"{NAME}-1"]),
+    ],
+)
+def test_zmqdebug_in_every_broker_of_a_bursting_group_only(
+    tmp_path: Path, case: str, hosts: list[str], sandbox: MakeSandbox
+) -> None:
+    name, spec = SPECS[case]
+    bursting = case != "submit"  # submit: a standalone cluster without logging.zeromq
+    for host in hosts:
+        box = sandbox(spec, name=name, where=host)
+        result = box.run("wait-0.sh", hostname=host)
+        assert result.returncode == 0, result.stderr
+        (call,) = box.broker_calls()
+        assert ("-Stbon.zmqdebug=1" in call) is bursting, (host, call)
+        assert "-Slog-stderr-level=6" in call  # not quiet: the level is the user's
+
+
+@pytest.mark.parametrize(
+    ("case", "level"),
+    [("burst-root", 3), ("burst-child", 3), ("submit", 0)],
+)
+def test_quiet_still_shows_errors_in_a_bursting_group(case: str, level: int, build: Build) -> None:
+    name, spec = SPECS[case]
+    quiet = {**spec, "logging": {"quiet": True}}
+    text = entrypoint_data(build(quiet, name=name))["wait-0.sh"]
+    # quiet silences chatter (LOG_EMERG only), but a refused handshake is logged at LOG_ERR.
+    assert f"  -Slog-stderr-level={level}\n" in text
+    assert ("-Stbon.zmqdebug=1" in text) is (case != "submit")
+
+
+def test_quiet_batch_root_keeps_rank0_stderr(build: Build) -> None:
+    root = {**SPECS["burst-root"][1], "logging": {"quiet": True}}
+    root["containers"] = [app(batch=True, command="echo one\necho two")]
+    standalone = {**root, "flux": {}}
+    rank0 = "  run_rank0 > /dev/null "
+    assert f"{rank0}|| rc=$?" in entrypoint_data(build(root))["wait-0.sh"]
+    assert f"{rank0}2>&1 || rc=$?" in entrypoint_data(build(standalone))["wait-0.sh"]
+
+
+def test_burst_broker_that_joins_runs_normally(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["burst-child"][1], name="child")
+    result = box.run(
+        "wait-0.sh",
+        hostname="child-1",
+        join=1,
+        run_seconds=0.5,
+        sleep_real=POLL,
+        env={JOIN_TIMEOUT_ENV: "30"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(box.broker_calls()) == 1
+    uri = f"local://{box.mount}/config/run/flux/local"
+    polls = box.uri_calls()
+    # Asked on its own socket until it had joined (a second later), then left alone.
+    assert all(call == [uri, "module", "list"] for call in polls)
+    assert 2 <= len(polls) < 30
+    assert "The broker joined the instance after" in result.stdout
+    assert "did not join" not in result.stderr
+    assert box.broker_signals() == []
+    assert set(box.sleeps()) == {str(JOIN_POLL_SECONDS)}
+
+
+@pytest.mark.parametrize(
+    ("changes", "parent_endpoint", "shown"),
+    [
+        # The Flux in use answers attr.get during join (0.88 does): the endpoint it really tried,
+        # e.g. the NodePort the root published.
+        ({}, "tcp://lead.example.org:31234", "tcp://lead.example.org:31234"),
+        # It does not: the lead's entry in broker.toml.
+        ({}, None, "tcp://34.1.2.3:9000"),
+        # Neither logging.strict nor flux.completeWorkers turns the failure into a success.
+        ({"logging": {"strict": True}}, None, "tcp://34.1.2.3:9000"),
+        ({"flux": {"completeWorkers": True}}, None, "tcp://34.1.2.3:9000"),
+    ],
+    ids=["parent-endpoint", "broker-toml", "strict", "complete-workers"],
+)
+def test_burst_broker_that_never_joins_fails_after_the_timeout(
+    tmp_path: Path,
+    changes: dict[str, Any],
+    parent_endpoint: str | None,
+    shown: str,
+    sandbox: MakeSandbox,
+) -> None:
+    box = sandbox(burst_spec(**changes), name="child")
+    began = time.monotonic()
+    result = box.run(
+        "wait-0.sh",
+        hostname="child-0",
+        join="never",
+        parent_endpoint=parent_endpoint,
+        sleep_real=POLL,
+        env={JOIN_TIMEOUT_ENV: "2"},
+    )
+    elapsed = time.monotonic() - began
+    assert result.returncode == JOIN_FAILED_STATUS, result.stderr
+    assert 1 <= elapsed < 20
+    # One attempt: the worker retry loop does not start a broker that could not join again.
+    assert len(box.broker_calls()) == 1
+    # The broker was stopped with SIGTERM, and is gone.
+    assert box.broker_signals() == ["SIGTERM"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(box.broker_pid(), 0)
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("flux-minicluster:")]
+    assert f"did not join the instance through {shown} within 2s ({JOIN_TIMEOUT_ENV})" in line
+    assert f'public key "{PUBLIC_KEY}"' in line
+    assert "the root's certificate may have been rotated" in line
+    assert "re-run `pulumi up` on this burst stack" in line
+    assert SECRET_KEY not in result.stdout + result.stderr
+    assert "secret-key" not in result.stdout + result.stderr
+
+
+def test_join_timeout_zero_turns_the_watchdog_off(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["burst-child"][1], name="child")
+    result = box.run("wait-0.sh", hostname="child-0", join=0.3, env={JOIN_TIMEOUT_ENV: "0"})
+    assert result.returncode == 0, result.stderr
+    assert box.uri_calls() == []
+    assert len(box.broker_calls()) == 1
+
+
+@pytest.mark.parametrize("value", ["10m", "-1", " ", "1.5"])
+def test_join_timeout_must_be_whole_seconds(
+    tmp_path: Path, value: str, sandbox: MakeSandbox
+) -> None:
+    box = sandbox(SPECS["burst-child"][1], name="child")
+    result = box.run("wait-0.sh", hostname="child-0", env={JOIN_TIMEOUT_ENV: value})
+    assert result.returncode == 1
+    assert f"{JOIN_TIMEOUT_ENV} must be a whole number of seconds" in result.stderr
+    assert box.broker_calls() == []
+
+
+def test_burst_broker_that_fails_by_itself_is_retried_as_before(
+    tmp_path: Path, sandbox: MakeSandbox
+) -> None:
+    box = sandbox(SPECS["burst-child"][1], name="child")
+    result = box.run("wait-0.sh", hostname="child-0", failures=2)
+    assert result.returncode == 0, result.stderr
+    assert len(box.broker_calls()) == 3
+    # The capped backoff as before (the fake sleep also saw the watchdog's polls, when the
+    # broker was still alive at its first look).
+    retries = [x for x in result.stdout.splitlines() if "starting it again" in x]
+    assert retries == [
+        "The worker broker exited with 1; starting it again in 1s",
+        "The worker broker exited with 1; starting it again in 2s",
+    ]
 
 
 def test_certificate_copy_is_private_and_silent(tmp_path: Path, sandbox: MakeSandbox) -> None:

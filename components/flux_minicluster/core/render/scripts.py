@@ -24,7 +24,12 @@ operator user finds what they know, with its bugs fixed rather than copied:
 * a persistent cluster (no command, or ``interactive``) runs its broker with
   ``-Sbroker.rc2_none``, so it stays up whether or not the pod has a terminal attached;
 * a bursted child has no rank 0 of its own (the lead's rank 0 is the instance's), so every one
-  of its brokers behaves as a worker.
+  of its brokers behaves as a worker, under a join watchdog: a broker that has not joined its
+  parent within ``JOIN_TIMEOUT_SECONDS`` (``$FLUX_MINICLUSTER_JOIN_TIMEOUT`` in the pod) says
+  why on stderr, is stopped, and the pod fails (see ``wait.sh.j2`` for the join signal);
+* the brokers of a bursting group (a root and its bursts) log ZeroMQ handshake failures
+  (``-Stbon.zmqdebug=1``) at a stderr level of at least LOG_ERR, ``logging.quiet`` included:
+  a certificate that differs between the root and a burst is otherwise silent on both sides.
 
 The rendered text depends on the spec only (mappings are sorted), so the same spec always
 gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods, replaced.
@@ -42,6 +47,10 @@ __all__ = [
     "BATCH_FILE",
     "CUSTOM_SCRIPT",
     "INIT_TEMPLATE",
+    "JOIN_FAILED_STATUS",
+    "JOIN_POLL_SECONDS",
+    "JOIN_TIMEOUT_ENV",
+    "JOIN_TIMEOUT_SECONDS",
     "START_TEMPLATE",
     "WAIT_TEMPLATE",
     "entrypoint_data",
@@ -64,6 +73,22 @@ TIME_BIN = "/usr/bin/time"
 WORKER_MAX_DELAY = 8
 # How long a sidecar waits for the broker socket without goshare-wait-fs.
 SOCKET_WAIT_SECONDS = 600
+# A bursted cluster's brokers: how long one may take to join its parent (the lead, in another
+# cluster) before its entrypoint gives up. Generous, because a burst may start before its root:
+# its brokers wait in Flux's join state until the root's rank 0 is up. The pod's environment
+# overrides it (containers[].environment); 0 turns the watchdog off.
+JOIN_TIMEOUT_SECONDS = 600
+JOIN_TIMEOUT_ENV = "FLUX_MINICLUSTER_JOIN_TIMEOUT"
+# How often the watchdog asks the broker whether it has joined, and how long a broker that never
+# joined gets to exit on SIGTERM before SIGKILL.
+JOIN_POLL_SECONDS = 2
+JOIN_KILL_GRACE_SECONDS = 10
+# The entrypoint's status when its broker never joined (EX_CONFIG of sysexits.h: the usual cause
+# is a certificate or an address that does not match the root's), whatever logging.strict says.
+JOIN_FAILED_STATUS = 78
+# syslog's LOG_ERR: the least a bursting group's brokers print on stderr, so that a refused
+# handshake (logged at LOG_ERR with tbon.zmqdebug) shows even with logging.quiet.
+LOG_ERR = 3
 
 
 def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
@@ -118,6 +143,13 @@ def wait_script(plan: MiniClusterPlan) -> str:
         **_common(plan, container),
         index=plan.flux_index,
         burst_child=plan.role is Role.BURST,
+        bursting=_bursting(plan),
+        join_timeout=JOIN_TIMEOUT_SECONDS,
+        join_timeout_expansion=f"${{{JOIN_TIMEOUT_ENV}:-{JOIN_TIMEOUT_SECONDS}}}",
+        join_timeout_env=JOIN_TIMEOUT_ENV,
+        join_poll=JOIN_POLL_SECONDS,
+        join_grace=JOIN_KILL_GRACE_SECONDS,
+        join_failed_status=JOIN_FAILED_STATUS,
         mode=mode.value,
         interactive=spec.interactive,
         persistent=plan.persistent,
@@ -243,11 +275,22 @@ def _broker_options(plan: MiniClusterPlan) -> list[str]:
         options.append(shquote(f"-Stbon.topo={flux.topology}"))
     if plan.quorum is not None:
         options.append(f"-Sbroker.quorum={plan.quorum}")
-    if spec.logging.zeromq:
+    if spec.logging.zeromq or _bursting(plan):
+        # ZeroMQ socket events: a refused CURVE handshake is logged at LOG_ERR on both ends
+        # ("handshake failed protocol: ZMTP cryptographic error"), the rest at LOG_DEBUG.
         options.append("-Stbon.zmqdebug=1")
     level = 0 if spec.logging.quiet else flux.log_level
+    if _bursting(plan):
+        # A broker that cannot join is an error the user must see, not chatter: quiet (and a low
+        # logLevel) still shows errors in a bursting group.
+        level = max(level, LOG_ERR)
     options.append(f"-Slog-stderr-level={level}")
     return options
+
+
+def _bursting(plan: MiniClusterPlan) -> bool:
+    """A root or a burst: its brokers talk to brokers of another cluster."""
+    return plan.role in (Role.ROOT, Role.BURST)
 
 
 def _environment_lines(plan: MiniClusterPlan) -> list[str]:
