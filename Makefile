@@ -4,8 +4,13 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 OUT ?= rendered
+CACHE ?= $(HOME)/.cache/flux-minicluster
+# The scanner's version, from pyproject.toml's [tool.flux-minicluster.scanner]; its own venv.
+CHECKOV_VERSION := $(shell sed -n 's/^checkov = "\(.*\)"/\1/p' pyproject.toml)
+CHECKOV_VENV := $(CACHE)/checkov-$(CHECKOV_VERSION)
+CHECKOV := $(CHECKOV_VENV)/bin/checkov
 
-.PHONY: venv demo test lint typecheck contracts unit fuzz bench golden clean e2e-tools e2e
+.PHONY: venv demo test lint typecheck contracts unit scanner fuzz bench golden clean e2e-tools e2e
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -28,8 +33,14 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
-	$(BIN)/pytest
+unit: $(STAMP) $(CHECKOV)
+	CHECKOV=$(CHECKOV) $(BIN)/pytest
+
+$(CHECKOV):
+	python3 -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check 'checkov==$(CHECKOV_VERSION)'
+
+scanner: $(CHECKOV)
 
 test: lint typecheck contracts unit
 

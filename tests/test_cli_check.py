@@ -78,7 +78,7 @@ def test_a_minicluster_spec_is_rendered_then_checked(tmp_path: Path) -> None:
     result = minicluster("check", str(examples / "hello-world.yaml"), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rendered MiniCluster minicluster-examples/flux-hello" in result.stderr
-    assert "in 4 object(s)" in result.stdout
+    assert "in 5 object(s)" in result.stdout
 
 
 def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ def test_init_writes_a_project_that_renders_validates_and_checks(tmp_path: Path)
     rendered = minicluster("render", "--stack", "dev", "-d", "rendered", cwd=project)
     assert rendered.returncode == 0, rendered.stderr
     kinds = sorted(p.name.split("-")[1] for p in (project / "rendered" / "dev").glob("*.yaml"))
-    assert kinds == ["configmap", "job", "namespace", "secret", "service"]
+    assert kinds == ["configmap", "job", "namespace", "networkpolicy", "secret", "service"]
     checked = minicluster("check", "--stack", "dev", cwd=project)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     # From a subfolder too, as pulumi finds its project in the parents.

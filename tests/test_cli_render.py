@@ -28,7 +28,9 @@ def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("---\n")
     docs = list(yaml.safe_load_all(result.stdout))
-    assert [d["kind"] for d in docs] == ["ConfigMap", "Secret", "Pod", "Service", "Service", "Job"]
+    assert [d["kind"] for d in docs] == [
+        "ConfigMap", "Secret", "NetworkPolicy", "Pod", "Service", "Service", "Job"
+    ]  # fmt: skip
     assert result.stdout.count("\n---\n") + 1 == len(docs)
     secret = docs[1]
     cert = certificate.parse(secret["stringData"][layout.CURVE_FILE])
@@ -66,8 +68,9 @@ def test_output_dir_writes_one_numbered_file_per_object(tmp_path: Path) -> None:
     assert names == [
         "01-configmap-flux-hello-entrypoint.yaml",
         "02-secret-flux-hello-curve.yaml",
-        "03-service-flux-hello.yaml",
-        "04-job-flux-hello.yaml",
+        "03-networkpolicy-flux-hello-mesh.yaml",
+        "04-service-flux-hello.yaml",
+        "05-job-flux-hello.yaml",
     ]
     for name in names:
         assert str(out / name) in result.stderr.splitlines()
@@ -86,7 +89,8 @@ def test_a_second_render_replaces_its_own_files_and_keeps_the_users(tmp_path: Pa
     result = run(str(HELLO), "-d", str(out))
     assert result.returncode == 0, result.stderr
     kinds = [yaml.safe_load(p.read_text())["kind"] for p in sorted(out.glob("*-*.yaml"))]
-    assert kinds == ["ConfigMap", "Secret", "Service", "Job"], "one Job, no leftover objects"
+    kinds_expected = ["ConfigMap", "Secret", "NetworkPolicy", "Service", "Job"]
+    assert kinds == kinds_expected, "one Job, no leftover objects"
     assert (out / "kustomization.yaml").read_text() == "resources: []\n"
 
 
@@ -107,7 +111,7 @@ def test_without_the_secret_the_output_holds_no_key(tmp_path: Path) -> None:
     result = run(str(HELLO), "--curve-cert", str(cert), "--no-secret")
     assert result.returncode == 0, result.stderr
     kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout)]
-    assert kinds == ["ConfigMap", "Service", "Job"]
+    assert kinds == ["ConfigMap", "NetworkPolicy", "Service", "Job"]
     assert certificate.parse(cert.read_text()).secret_key not in result.stdout
     assert "kubectl create secret generic flux-hello-curve -n minicluster-examples" in result.stderr
 
@@ -117,7 +121,8 @@ def test_json_output_is_a_kubernetes_list() -> None:
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert (document["apiVersion"], document["kind"]) == ("v1", "List")
-    assert [i["kind"] for i in document["items"]] == ["ConfigMap", "Secret", "Service", "Job"]
+    kinds = [i["kind"] for i in document["items"]]
+    assert kinds == ["ConfigMap", "Secret", "NetworkPolicy", "Service", "Job"]
 
 
 def test_standard_input_every_document_and_a_name_for_a_bare_spec(tmp_path: Path) -> None:

@@ -154,6 +154,7 @@ def test_every_child_is_parented_to_the_component(run_pulumi: Run) -> None:
     assert {r.typ for r in children} == {
         COMMAND, JOBPATCH, "kubernetes:batch/v1:Job", "kubernetes:core/v1:ConfigMap",
         "kubernetes:core/v1:Secret", "kubernetes:core/v1:Service", "kubernetes:core/v1:Pod",
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     }  # fmt: skip
     for child in children:
         assert child.parent == component.urn
@@ -484,7 +485,7 @@ def test_the_callers_dependencies_reach_every_child(run_pulumi: Run) -> None:
     run = run_pulumi(build, mocks=RegistrationRecorder(command_stdout=CERT))
     namespace = one(run, "kubernetes:core/v1:Namespace")
     children = [r for r in run.resources if r.parent == one(run, TYPE).urn]
-    assert len(children) == 6  # ConfigMap, Secret, Service, Job, JobPatch, Command
+    assert len(children) == 7  # ConfigMap, Secret, NetworkPolicy, Service, Job, JobPatch, Command
     for child in children:
         assert child.options is not None
         assert namespace.urn in child.options.dependencies, child.name

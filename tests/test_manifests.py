@@ -125,6 +125,7 @@ def test_object_names_and_order_follow_the_operator(rendered: Rendered) -> None:
     assert [(o["kind"], o["metadata"]["name"]) for o in rendered(mc)] == [
         ("ConfigMap", "demo-entrypoint"),
         ("Secret", "demo-curve"),
+        ("NetworkPolicy", "demo-mesh"),
         ("Pod", "demo-services"),
         ("Service", "demo"),
         ("Service", "web"),

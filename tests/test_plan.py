@@ -207,7 +207,7 @@ def test_no_resource_is_declared_inside_an_apply(monkeypatch: pytest.MonkeyPatch
         for r in run.resources
         if r.is_kubernetes_object and not r.typ.endswith("Patch")
     )
-    assert kinds == ["ConfigMap", "Job", "Namespace", "Secret", "Service"]
+    assert kinds == ["ConfigMap", "Job", "Namespace", "NetworkPolicy", "Secret", "Service"]
     assert run.exports["hostlist"].value == (
         "192.0.2.10,flux-root-[1],eks-burst-[0-1],aks-burst-[0-1]"
     )

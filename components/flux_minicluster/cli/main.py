@@ -133,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave the curve Secret out (create it apart, e.g. from a secret store)",
     )
     p.add_argument(
+        "--no-network-policy",
+        action="store_true",
+        help="leave the NetworkPolicies out (for stacks: flux-minicluster:cluster.networkPolicy)",
+    )
+    p.add_argument(
         "--show-secrets",
         action="store_true",
         help="write a stack's secret outputs in clear (masked by default)",

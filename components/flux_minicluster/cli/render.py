@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         curve_cert=Path(args.curve_cert) if args.curve_cert else None,
         with_secret=not args.no_secret,
+        network_policy=not args.no_network_policy,
     )
     return emit(objects, args)
 
@@ -53,13 +54,14 @@ def render_file(
     namespace: str | None = None,
     curve_cert: Path | None = None,
     with_secret: bool = True,
+    network_policy: bool = True,
 ) -> list[dict[str, Any]]:
     """Every object of every MiniCluster in ``path``, with its certificate (see the module)."""
     objects: list[dict[str, Any]] = []
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition)
         text = _certificate(mc, curve_cert, path, announce=with_secret)
-        rendering = render(mc, text)
+        rendering = render(mc, text, network_policy=network_policy)
         if with_secret:
             objects += rendering.objects()
             continue

@@ -34,7 +34,10 @@ class ObjectNames:
     services_pod: str
     """The bare Pod that runs ``spec.services`` (and, with minimalService, its own Service)."""
     lead_service: str
-    """A bursting root's Service that exposes rank 0 to the clusters that join it."""
+    """A bursting root's Service that exposes rank 0 to the clusters that join it (and the
+    NetworkPolicy that lets the bursts in)."""
+    network_policy: str
+    """The NetworkPolicy around the MiniCluster's pods."""
     lead_host: str
     """Rank 0's short hostname, which the entrypoint compares with ``hostname``."""
     domain: str
@@ -51,6 +54,7 @@ class ObjectNames:
             curve_secret=f"{name}-curve",
             services_pod=f"{name}-services",
             lead_service=f"{name}-lead",
+            network_policy=f"{name}-mesh",
             lead_host=f"{name}-0",
             domain=f"{headless}.{namespace}.svc.cluster.local",
         )

@@ -41,6 +41,10 @@ CURVE_PUBLIC_KEY_ANNOTATION: Final = f"{DOMAIN}/curve-public-key"
 # order replaces the Job instead of leaving brokers on the old order.
 BROKER_CONFIG_HASH_ANNOTATION: Final = f"{DOMAIN}/broker-config-hash"
 
+# On a MiniCluster document's metadata: "false" leaves its NetworkPolicy out (a cluster whose CNI
+# enforces NetworkPolicy but where the MiniCluster must be reachable otherwise).
+NETWORK_POLICY_ANNOTATION: Final = f"{DOMAIN}/network-policy"
+
 # Pulumi await control (pulumi-kubernetes annotations).
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"

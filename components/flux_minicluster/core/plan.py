@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from flux_minicluster.core import brokerconfig, hostlist, layout
 from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
+from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
     BurstedCluster,
@@ -118,6 +119,8 @@ class MiniClusterPlan:
     """Broker quorum, or None for Flux's default of every rank."""
     burst_group: str | None
     """The bursting group this cluster belongs to (the lead's name), None when it has none."""
+    network_policy: bool
+    """Whether the MiniCluster wants its NetworkPolicy (its metadata may opt out)."""
 
     @property
     def name(self) -> str:
@@ -186,6 +189,7 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
         hostlist=hosts,
         quorum=_quorum(spec),
         burst_group=_burst_group(spec, definition.name),
+        network_policy=definition.annotations.get(NETWORK_POLICY_ANNOTATION) != "false",
     )
 
 

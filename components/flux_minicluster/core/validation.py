@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from flux_minicluster.core import brokerconfig, certificate, hostlist, layout, names
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, unknown_key
+from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
 from flux_minicluster.core.spec import BurstedCluster, Container, ContainerVolume
 
@@ -211,9 +212,14 @@ def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
             yield Problem(key_path("metadata.labels", key), f"key {msg}")
         if msg := names.label_value(value):
             yield Problem(key_path("metadata.labels", key), f"value {msg}")
-    for key in mc.annotations:
+    for key, value in mc.annotations.items():
         if msg := names.label_key(key):
             yield Problem(key_path("metadata.annotations", key), f"key {msg}")
+        if key == NETWORK_POLICY_ANNOTATION and value not in ("true", "false"):
+            yield Problem(
+                key_path("metadata.annotations", key),
+                f'must be "true" or "false" (leave the NetworkPolicy out), got {value!r}',
+            )
 
 
 def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:

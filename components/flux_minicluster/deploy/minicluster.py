@@ -123,6 +123,14 @@ class MiniClusterArgs(TypedDict, total=False):
     ``lead_broker``. The rank order (broker.toml, the hostlist) is filled in from it once known,
     and the objects do not wait for it: a preview shows every one."""
 
+    network_policy: bool
+    """Whether to create the NetworkPolicies around the MiniCluster's pods (default true; a
+    cluster whose CNI does not enforce them ignores them)."""
+
+    lead_source_ranges: list[str]
+    """A bursting root's: the addresses (CIDRs) its rank 0 admits the bursts from; every address
+    when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
+
 
 @dataclass(frozen=True)
 class _Prepared:
@@ -389,7 +397,13 @@ def _prepare(resource_name: str, args: MiniClusterArgs) -> _Prepared:
     if burst_group is not None:
         definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
     plan = plans.build(definition)
-    rendering = render(plan, None, wait=wait)
+    rendering = render(
+        plan,
+        None,
+        wait=wait,
+        network_policy=bool(args.get("network_policy", True)),
+        lead_source_ranges=list(args.get("lead_source_ranges") or ()),
+    )
     keygen = settings_from_args(args.get("keygen"), plan)
     certificate: pulumi.Input[str] | None
     if curve_cert is not None:

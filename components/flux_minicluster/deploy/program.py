@@ -153,6 +153,8 @@ def _args(
     args: MiniClusterArgs = {
         "spec": definition,
         "wait": config.minicluster.wait,
+        "network_policy": config.cluster.network_policy,
+        "lead_source_ranges": list(config.bursting.source_ranges),
         "keygen": {
             "strategy": config.keygen.strategy,
             "rotation": config.keygen.rotation,

@@ -74,6 +74,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         },
     ),
     Kind("batch/v1", "Job", k8s.batch.v1.Job, _META_SPEC),
+    Kind("networking.k8s.io/v1", "NetworkPolicy", k8s.networking.v1.NetworkPolicy, _META_SPEC),
 )
 _BY_KEY: Final = {(k.api_version, k.kind): k for k in KINDS}
 

@@ -49,6 +49,9 @@ class ClusterConfig(ConfigModel):
     namespace: str = "flux"
     create_namespace: bool = True
     arm: bool = False
+    # NetworkPolicies around each MiniCluster's pods; turn off where the CNI enforces them but a
+    # MiniCluster must be reached from elsewhere.
+    network_policy: bool = True
 
 
 class MiniClusterConfig(ConfigModel):

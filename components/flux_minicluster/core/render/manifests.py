@@ -41,8 +41,8 @@ from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout, placeholders
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.plan import MiniClusterPlan
-from flux_minicluster.core.render import pod, volumes
+from flux_minicluster.core.plan import MiniClusterPlan, Role
+from flux_minicluster.core.render import kube, network, pod, volumes
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 __all__ = [
@@ -287,7 +287,7 @@ def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str
     if s.pod.host_ipc:
         spec["hostIPC"] = True
     if s.pod.resources:
-        spec["overhead"] = {k: volumes.quantity(v) for k, v in s.pod.resources.items()}
+        spec["overhead"] = {k: kube.quantity(v) for k, v in s.pod.resources.items()}
     if affinity := pod.affinity(plan, brokers=True):
         spec["affinity"] = affinity
     spec["initContainers"] = [pod.init_container(plan)]
@@ -376,6 +376,8 @@ class Rendering:
     entrypoint: Manifest
     """ConfigMap ``<name>-entrypoint``: scripts, broker.toml, hostlist."""
     curve_secret: Manifest
+    network_policies: tuple[Manifest, ...]
+    """The mesh's NetworkPolicy, and a bursting root's lead policy (none when opted out)."""
     services_pod: Manifest | None
     headless_service: Manifest
     services_service: Manifest | None
@@ -390,6 +392,7 @@ class Rendering:
     def _in_order(self) -> Iterator[Manifest]:
         yield self.entrypoint
         yield self.curve_secret
+        yield from self.network_policies
         if self.services_pod is not None:
             yield self.services_pod
         yield self.headless_service
@@ -404,8 +407,14 @@ def render(
     certificate: str | None = None,
     *,
     wait: Wait = "ready",
+    network_policy: bool = True,
+    lead_source_ranges: Sequence[str] = (),
 ) -> Rendering:
     """Every object of the MiniCluster.
+
+    ``network_policy``: the deployer's switch for the NetworkPolicies (the MiniCluster's own
+    metadata may also opt out); ``lead_source_ranges``: who may reach a bursting root's rank 0
+    (every address when empty), as its lead Service allows.
 
     ``certificate`` is the CURVE certificate text. When it is None (the Pulumi layer, which holds
     the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and
@@ -422,6 +431,7 @@ def render(
         plan=plan,
         entrypoint=_config_map(plan, data),
         curve_secret=_curve_secret(plan, text, public_key),
+        network_policies=_network_policies(plan, network_policy, lead_source_ranges),
         services_pod=_services_pod(plan) if services else None,
         headless_service=_headless_service(plan),
         services_service=(
@@ -432,6 +442,17 @@ def render(
         sidecar_services=tuple(_sidecar_services(plan)),
         job=_job(plan, data, wait, public_key),
     )
+
+
+def _network_policies(
+    plan: MiniClusterPlan, wanted: bool, lead_source_ranges: Sequence[str]
+) -> tuple[Manifest, ...]:
+    if not (wanted and plan.network_policy):
+        return ()
+    policies = [network.mesh_policy(plan)]
+    if plan.role is Role.ROOT:
+        policies.append(network.lead_policy(plan, lead_source_ranges))
+    return tuple(policies)
 
 
 def lead_service(
@@ -465,8 +486,12 @@ def lead_service(
         "selector": _rank0_selector(plan),
         "ports": [service_port],
     }
-    if source_ranges and service_type == "LoadBalancer":
-        spec["loadBalancerSourceRanges"] = list(source_ranges)
+    if source_ranges:
+        # The clients' own addresses must reach rank 0 for its NetworkPolicy to admit them by
+        # range: the default (Cluster) would replace them with a node's on the way in.
+        spec["externalTrafficPolicy"] = "Local"
+        if service_type == "LoadBalancer":
+            spec["loadBalancerSourceRanges"] = list(source_ranges)
     return {
         "apiVersion": "v1",
         "kind": "Service",

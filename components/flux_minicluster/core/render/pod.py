@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from pydantic import BaseModel
-
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
 from flux_minicluster.core.plan import MiniClusterPlan
-from flux_minicluster.core.render import volumes
+from flux_minicluster.core.render import hardening, volumes
+from flux_minicluster.core.render.kube import dump, quantity
 from flux_minicluster.core.spec import Container, PodSpec, Resources
 
 __all__ = [
@@ -45,30 +44,14 @@ ZONE_TOPOLOGY: Final = "topology.kubernetes.io/zone"
 HOST_TOPOLOGY: Final = "kubernetes.io/hostname"
 
 
-def dump(model: BaseModel) -> dict[str, Any]:
-    """A corev1 struct from the spec as Kubernetes JSON: camelCase, unset fields left out."""
-    pruned: dict[str, Any] = _prune(model.model_dump(mode="json", by_alias=True, exclude_none=True))
-    return pruned
-
-
-def _prune(value: Any) -> Any:
-    """Drop empty lists and mappings that pydantic defaults add (``capabilities: {add: []}``)."""
-    if isinstance(value, dict):
-        pruned = {k: _prune(v) for k, v in value.items()}
-        return {k: v for k, v in pruned.items() if v not in ({}, [])}
-    if isinstance(value, list):
-        return [_prune(v) for v in value]
-    return value
-
-
 def resources(spec: Resources | None) -> dict[str, Any] | None:
     if spec is None:
         return None
     out: dict[str, Any] = {}
     if spec.limits:
-        out["limits"] = {k: volumes.quantity(v) for k, v in spec.limits.items()}
+        out["limits"] = {k: quantity(v) for k, v in spec.limits.items()}
     if spec.requests:
-        out["requests"] = {k: volumes.quantity(v) for k, v in spec.requests.items()}
+        out["requests"] = {k: quantity(v) for k, v in spec.requests.items()}
     if spec.claims:
         out["claims"] = [dump(c) for c in spec.claims]
     return out or None
@@ -107,7 +90,10 @@ def _container(
     container: Container,
     command: list[str] | None,
     mounts: list[dict[str, Any]],
+    security: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A container from the spec; ``security`` replaces the spec's own securityContext (a
+    hardened one that already holds the user's settings)."""
     out: dict[str, Any] = {
         "name": name,
         "image": container.image,
@@ -123,7 +109,9 @@ def _container(
         out["ports"] = [{"containerPort": p, "protocol": "TCP"} for p in container.ports]
     if res := resources(container.resources):
         out["resources"] = res
-    if container.security_context is not None:
+    if security is not None:
+        out["securityContext"] = security
+    elif container.security_context is not None:
         out["securityContext"] = dump(container.security_context)
     if lifecycle := _lifecycle(container):
         out["lifecycle"] = lifecycle
@@ -145,10 +133,8 @@ def init_container(plan: MiniClusterPlan) -> dict[str, Any]:
     }
     if view.working_dir:
         out["workingDir"] = view.working_dir
-    if res := resources(view.resources):
-        out["resources"] = res
-    if view.security_context is not None:
-        out["securityContext"] = dump(view.security_context)
+    out["resources"] = hardening.init_resources(view.resources, resources(view.resources))
+    out["securityContext"] = hardening.init_context(view.security_context)
     out["stdin"] = True
     out["tty"] = True
     out["volumeMounts"] = volumes.init_mounts(plan)
@@ -164,7 +150,8 @@ def job_container(plan: MiniClusterPlan, index: int, container: Container) -> di
         name = container.name or ""
         script = layout.start_script(index) if container.wrapped else None
     command = ["/bin/bash", f"{layout.ENTRYPOINT_DIR}/{script}"] if script else None
-    return _container(name, container, command, volumes.container_mounts(plan, container))
+    security = hardening.flux_context(container.security_context) if container.run_flux else None
+    return _container(name, container, command, volumes.container_mounts(plan, container), security)
 
 
 def service_container(container: Container) -> dict[str, Any]:
@@ -277,8 +264,8 @@ def common_pod_fields(plan: MiniClusterPlan, containers: Iterable[Container]) ->
         out["dnsPolicy"] = pod.dns_policy
     if pod.runtime_class_name:
         out["runtimeClassName"] = pod.runtime_class_name
-    if pod.security_context is not None and (context := dump(pod.security_context)):
-        out["securityContext"] = context
+    user = dump(pod.security_context) if pod.security_context is not None else None
+    out["securityContext"] = hardening.pod_seccomp(user)
     if secrets := image_pull_secrets(containers):
         out["imagePullSecrets"] = secrets
     return out

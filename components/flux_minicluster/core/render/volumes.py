@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from flux_minicluster.core import layout
 from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.render import kube
 from flux_minicluster.core.spec import Container, ContainerVolume, QuantityValue
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "entrypoint_volume",
     "flux_mounts",
     "init_mounts",
-    "quantity",
     "system_volumes",
     "user_mounts",
     "user_volumes",
@@ -45,13 +45,6 @@ FILE_MODE: Final = 0o644
 CURVE_MODE: Final = 0o444
 
 
-def quantity(value: QuantityValue) -> int | str:
-    """A quantity as Kubernetes JSON carries it: an integer, or a string (never a float)."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else repr(value)
-    return value
-
-
 def _empty_dir(
     medium: str | None = None, size_limit: QuantityValue | None = None
 ) -> dict[str, Any]:
@@ -59,7 +52,7 @@ def _empty_dir(
     if medium is not None and medium.lower() == "memory":
         source["medium"] = "Memory"
     if size_limit is not None:
-        source["sizeLimit"] = quantity(size_limit)
+        source["sizeLimit"] = kube.quantity(size_limit)
     return source
 
 

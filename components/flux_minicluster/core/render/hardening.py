@@ -1,0 +1,100 @@
+"""What a MiniCluster locks down by default, and where it deliberately does not.
+
+The Flux Operator sets no security context at all. Here the containers and pods we generate start
+from a baseline a security reviewer signs off on, and the user's own settings always win (a spec
+that asks for more, such as ``privileged`` or an added capability, still gets it; the policy pack
+reports it as before). Each exception is written next to the baseline it weakens:
+
+* the flux-view init container (ours alone) drops every capability, cannot escalate privileges
+  and has a read-only root filesystem: ``flux-init.sh`` writes only to the view emptyDir and
+  reads the entrypoint ConfigMap. It keeps the image's user: the view image runs as root, and the
+  files it copies must be readable by whatever user the application image runs as;
+* the Flux container drops ``NET_RAW`` (raw sockets: packet crafting, ARP spoofing; Flux and
+  MPI's TCP, shared-memory and verbs transports never use them) and cannot gain privileges
+  through setuid binaries. Everything else is the image's: brokers run as the image's user, and
+  MPI's shared-memory transports need no capability. Privilege escalation stays allowed when the
+  spec makes the container privileged or adds ``SYS_ADMIN`` (the API server refuses the two
+  together);
+* every pod gets the container runtime's default seccomp profile unless the spec sets one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from flux_minicluster.core.render.kube import dump
+from flux_minicluster.core.spec import Resources, SecurityContext
+
+__all__ = [
+    "FLUX_DROPPED",
+    "INIT_RESOURCES",
+    "container_context",
+    "flux_context",
+    "init_context",
+    "pod_seccomp",
+]
+
+# The init container copies a view (a few hundred MB of files): a little CPU, memory for `cp`
+# only (the page cache is reclaimable, so the limit cannot OOM-kill a large copy).
+INIT_RESOURCES: Final = {
+    "requests": {"cpu": "100m", "memory": "64Mi"},
+    "limits": {"cpu": "1", "memory": "256Mi"},
+}
+FLUX_DROPPED: Final = ("NET_RAW",)
+RUNTIME_DEFAULT: Final = {"type": "RuntimeDefault"}
+
+
+def container_context(
+    user: SecurityContext | None, drop: tuple[str, ...], *, read_only_root: bool
+) -> dict[str, Any]:
+    """A container's securityContext: the user's settings over the baseline.
+
+    The baseline drops ``drop`` (every capability for ``("ALL",)``), forbids privilege
+    escalation and, with ``read_only_root``, makes the root filesystem read-only. The user's
+    fields win; a capability the user adds is not dropped; a privileged container, or one that
+    adds SYS_ADMIN, keeps privilege escalation (the API server refuses both together).
+    """
+    spec = dump(user) if user is not None else {}
+    added = {c.upper() for c in (user.capabilities.add if user and user.capabilities else [])}
+    drops = [c for c in drop if c.upper() not in added]
+    user_drops = list(user.capabilities.drop) if user and user.capabilities else []
+    capabilities: dict[str, Any] = {}
+    if user and user.capabilities and user.capabilities.add:
+        capabilities["add"] = list(user.capabilities.add)
+    all_drops = list(dict.fromkeys([*drops, *user_drops]))
+    if all_drops:
+        capabilities["drop"] = all_drops
+    out: dict[str, Any] = {}
+    escalates = bool(user and user.privileged) or "SYS_ADMIN" in added or "CAP_SYS_ADMIN" in added
+    if not escalates:
+        out["allowPrivilegeEscalation"] = False
+    if capabilities:
+        out["capabilities"] = capabilities
+    if read_only_root:
+        out["readOnlyRootFilesystem"] = True
+    spec.pop("capabilities", None)
+    return {**out, **spec}
+
+
+def init_context(user: SecurityContext | None) -> dict[str, Any]:
+    """The flux-view init container: no capability, no escalation, read-only root."""
+    return container_context(user, ("ALL",), read_only_root=True)
+
+
+def flux_context(user: SecurityContext | None) -> dict[str, Any]:
+    """The Flux container: NET_RAW dropped and no escalation; the rest is the image's."""
+    return container_context(user, FLUX_DROPPED, read_only_root=False)
+
+
+def init_resources(user: Resources | None, rendered: dict[str, Any] | None) -> dict[str, Any]:
+    """The init container's resources: the user's when given, else ``INIT_RESOURCES``."""
+    if user is not None and rendered:
+        return rendered
+    return {k: dict(v) for k, v in INIT_RESOURCES.items()}
+
+
+def pod_seccomp(context: dict[str, Any] | None) -> dict[str, Any]:
+    """A pod securityContext with the runtime's default seccomp profile unless it sets one."""
+    out = dict(context or {})
+    out.setdefault("seccompProfile", dict(RUNTIME_DEFAULT))
+    return out

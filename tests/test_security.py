@@ -1,0 +1,206 @@
+"""Secure by default: the NetworkPolicies around a MiniCluster, and the containers we harden.
+
+The NetworkPolicy tests read each policy's selectors and ports against the pods and Services
+rendered beside it: the mesh admits exactly its own pods, every port a Service forwards to is
+admitted, rank 0's broker port is admitted from the lead's ranges, and nothing else is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core import layout
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import load_one, parse
+from flux_minicluster.core.render.manifests import render
+from flux_minicluster.policy import kubecheck
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+Manifest = dict[str, Any]
+Rendered = Callable[..., list[Manifest]]
+Build = Callable[..., plans.MiniClusterPlan]
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def pod_labels(objects: list[Manifest]) -> list[dict[str, str]]:
+    """The labels of every pod the objects make: the Job's pods (rank 0's index label set, as the
+    Job controller sets it) and bare Pods."""
+    out = []
+    for o in objects:
+        if o["kind"] == "Job":
+            template = o["spec"]["template"]["metadata"]["labels"]
+            out += [
+                {**template, lbl.JOB_NAME_LABEL: o["metadata"]["name"],
+                 lbl.COMPLETION_INDEX_LABEL: str(i)}
+                for i in range(o["spec"]["parallelism"])
+            ]  # fmt: skip
+        elif o["kind"] == "Pod":
+            out.append(o["metadata"]["labels"])
+    return out
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_the_mesh_admits_its_own_pods_and_the_ports_its_services_forward_to(
+    path: Path, rendered: Rendered
+) -> None:
+    objects = rendered(path)
+    mc = load_one(path)
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
+    mesh = policies[f"{mc.name}-mesh"]["spec"]
+    pods = pod_labels(objects)
+    assert pods, "every MiniCluster has pods"
+    assert all(selects(mesh["podSelector"], p) for p in pods), "the mesh covers every pod"
+    assert mesh["policyTypes"] == ["Ingress"], "egress stays open"
+    members, *others = mesh["ingress"]
+    assert members == {"from": [{"podSelector": mesh["podSelector"]}]}
+    admitted = {p["port"] for rule in others for p in rule["ports"]}
+    assert all("from" not in rule for rule in others)
+    for service in (o for o in objects if o["kind"] == "Service"):
+        if service["metadata"]["name"].endswith("-lead"):
+            continue
+        for port in service["spec"].get("ports", []):
+            target = port.get("targetPort", port["port"])
+            assert target in admitted or target == layout.BROKER_PORT, (
+                f"{service['metadata']['name']} forwards to {target}, which the mesh refuses"
+            )
+    declared = {p for c in [*mc.spec.containers, *mc.spec.services] if not c.run_flux
+                for p in c.ports}  # fmt: skip
+    assert admitted == declared, "only declared ports are open to others"
+
+
+@pytest.mark.parametrize("ranges", [[], ["198.51.100.0/24", "203.0.113.7/32"]])
+def test_a_roots_rank_0_admits_its_bursts_on_the_broker_port(ranges: list[str]) -> None:
+    mc = plans.build(load_one(ROOT / "examples" / "bursting-root.yaml"))
+    objects = render(mc, None, lead_source_ranges=ranges).objects()
+    (lead,) = [o for o in objects if o["metadata"]["name"] == f"{mc.name}-lead"]
+    spec = lead["spec"]
+    rank0 = [p for p in pod_labels(objects) if selects(spec["podSelector"], p)]
+    assert [p[lbl.COMPLETION_INDEX_LABEL] for p in rank0] == ["0"]
+    (rule,) = spec["ingress"]
+    assert rule["ports"] == [{"port": layout.BROKER_PORT, "protocol": "TCP"}]
+    assert rule.get("from", []) == [{"ipBlock": {"cidr": c}} for c in ranges]
+
+
+def test_only_a_root_has_a_lead_policy(build: Build) -> None:
+    for plan in (
+        build({}),
+        build({"size": 2, "flux": {"bursting": {"clusters": [{"name": "b"}]}}}),
+    ):
+        names = [o["metadata"]["name"] for o in render(plan, None).objects()
+                 if o["kind"] == "NetworkPolicy"]  # fmt: skip
+        assert names == (
+            ["flux-sample-mesh", "flux-sample-lead"]
+            if plan.role is plans.Role.ROOT
+            else ["flux-sample-mesh"]
+        )
+
+
+def test_network_policies_can_be_left_out(build: Build) -> None:
+    doc = {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": "x", "annotations": {lbl.NETWORK_POLICY_ANNOTATION: "false"}},
+        "spec": {"containers": [{"image": "u:1"}]},
+    }
+    opted_out = plans.build(parse(doc))
+    kinds = {o["kind"] for o in render(opted_out, None).objects()}
+    assert "NetworkPolicy" not in kinds
+    kinds = {o["kind"] for o in render(build({}), None, network_policy=False).objects()}
+    assert "NetworkPolicy" not in kinds
+    doc["metadata"]["annotations"][lbl.NETWORK_POLICY_ANNOTATION] = "no"
+    with pytest.raises(SpecError, match='must be "true" or "false"'):
+        parse(doc)
+
+
+# --- hardened containers ---------------------------------------------------------------------
+
+
+def job_pod(objects: list[Manifest]) -> dict[str, Any]:
+    (job,) = [o for o in objects if o["kind"] == "Job"]
+    pod: dict[str, Any] = job["spec"]["template"]["spec"]
+    return pod
+
+
+def test_the_init_container_is_locked_down_with_resources(build: Build) -> None:
+    (init,) = job_pod(render(build({}), None).objects())["initContainers"]
+    assert init["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+    assert set(init["resources"]) == {"requests", "limits"}
+
+
+def test_the_flux_container_drops_net_raw_and_cannot_escalate(build: Build) -> None:
+    pod = job_pod(render(build({}), None).objects())
+    (flux,) = pod["containers"]
+    assert flux["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["NET_RAW"]},
+    }
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        # A spec that asks for more still gets it.
+        ({"privileged": True}, {"capabilities": {"drop": ["NET_RAW"]}, "privileged": True}),
+        (
+            {"capabilities": {"add": ["SYS_ADMIN", "NET_RAW"]}},
+            {"capabilities": {"add": ["SYS_ADMIN", "NET_RAW"]}},
+        ),
+        (
+            {"allowPrivilegeEscalation": True, "runAsUser": 1000},
+            {
+                "allowPrivilegeEscalation": True,
+                "capabilities": {"drop": ["NET_RAW"]},
+                "runAsUser": 1000,
+            },
+        ),
+        (
+            {"capabilities": {"drop": ["CHOWN"]}},
+            {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["NET_RAW", "CHOWN"]}},
+        ),
+    ],
+)
+def test_the_users_security_context_wins(
+    context: dict[str, Any], expected: dict[str, Any], build: Build
+) -> None:
+    spec = {"containers": [{"image": "u:1", "command": "x", "securityContext": context}]}
+    objects = render(build(spec), None).objects()
+    (flux,) = job_pod(objects)["containers"]
+    assert flux["securityContext"] == expected
+    assert kubecheck.semantic_errors(objects) == []
+    for version in ("1.29", "1.34"):
+        assert [e for o in objects for e in kubecheck.schema_errors(o, version)] == []
+
+
+def test_a_pod_seccomp_profile_of_the_users_is_kept(build: Build) -> None:
+    spec = {"pod": {"securityContext": {"seccompProfile": {"type": "Unconfined"}, "fsGroup": 7}}}
+    pod = job_pod(render(build(spec), None).objects())
+    assert pod["securityContext"] == {"fsGroup": 7, "seccompProfile": {"type": "Unconfined"}}
+
+
+def test_the_init_containers_own_settings_win(build: Build) -> None:
+    spec = {
+        "flux": {
+            "container": {
+                "securityContext": {"readOnlyRootFilesystem": False},
+                "resources": {"requests": {"cpu": 2}},
+            }
+        }
+    }
+    (init,) = job_pod(render(build(spec), None).objects())["initContainers"]
+    assert init["securityContext"]["readOnlyRootFilesystem"] is False
+    assert init["resources"] == {"requests": {"cpu": 2}}
