@@ -95,9 +95,8 @@ def test_only_the_users_checks_fail(findings: set[Finding]) -> None:
         "new scanner failures (fix the default, or list them with the reason they are the "
         f"user's in {ALLOWED.name}):\n" + "\n".join(f"  {c} {o}" for o, c in new)
     )
-    assert not gone, (
-        f"fixed, take them out of {ALLOWED.name} (UPDATE_SCANNER=1):\n"
-        + "\n".join(f"  {c} {o}" for o, c in gone)
+    assert not gone, f"fixed, take them out of {ALLOWED.name} (UPDATE_SCANNER=1):\n" + "\n".join(
+        f"  {c} {o}" for o, c in gone
     )
 
 
