@@ -8,6 +8,12 @@ the certificate a keygen Command will print) keep Pulumi's semantics: a rule tha
 ``UnknownValueError``, which the analyzer turns into an advisory "can't run policy during preview"
 note instead of a false verdict, and a rule that never reads it runs as usual.
 
+A burst stack's StackReference to its root (``pulumi:pulumi:StackReference``, props ``name``,
+``outputs``, ``secretOutputNames``) becomes the manifest ``stackref.stack_reference_manifest``
+describes, so ``burst-group-consistent`` compares the burst's objects with the root's outputs
+under ``pulumi preview`` too. Secret outputs (``curveCert``) arrive unwrapped like any secret;
+the rule reads the certificate only when the root exports no ``curvePublicKey``.
+
 Tests import this module directly (with ``policies/`` on ``sys.path``); never import
 ``__main__``, which starts the analyzer's server and blocks.
 """
@@ -47,6 +53,7 @@ if _PACKAGE_ROOT not in sys.path:
     sys.path.insert(0, _PACKAGE_ROOT)
 
 from flux_minicluster.policy import manifest as mf  # noqa: E402
+from flux_minicluster.policy import stackref  # noqa: E402
 from flux_minicluster.policy.model import Manifest, Rule  # noqa: E402
 from flux_minicluster.policy.rules import ALL_RULES  # noqa: E402
 
@@ -146,7 +153,14 @@ def _known(value: Any, path: list[str]) -> Any:
 
 
 def to_manifest(resource_type: str, props: Mapping[str, Any]) -> Manifest | None:
-    """The manifest a rule reads for a Pulumi resource; ``None`` for non-Kubernetes types."""
+    """The manifest a rule reads for a Pulumi resource; ``None`` for types rules do not judge.
+
+    A Kubernetes resource becomes its object; a StackReference the manifest
+    ``stackref.stack_reference_manifest`` builds, with its outputs read lazily: an output that is
+    not known yet raises only when a rule reads it.
+    """
+    if resource_type == stackref.TYPE_TOKEN:
+        return _stack_reference(props)
     parsed = mf.parse_type_token(resource_type)
     if parsed is None:
         return None
@@ -156,6 +170,15 @@ def to_manifest(resource_type: str, props: Mapping[str, Any]) -> Manifest | None
     if "kind" not in manifest:
         manifest["kind"] = parsed[1]
     return manifest
+
+
+def _stack_reference(props: Mapping[str, Any]) -> Manifest:
+    known: _KnownDict = _known(props, [])
+    # dict.get: the raw values, so that an unknown one stays unread until a rule reads it.
+    name = dict.get(known, "name")
+    manifest = stackref.stack_reference_manifest(name if isinstance(name, str) else "", {})
+    manifest["outputs"] = dict.get(known, "outputs", manifest["outputs"])
+    return _KnownDict(manifest, [])
 
 
 def _schema(rule: Rule) -> PolicyConfigSchema | None:

@@ -40,6 +40,7 @@ from pulumi_policy import (  # noqa: E402
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import (  # noqa: E402
+    UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
     unknown_checking_proxy,
@@ -48,10 +49,12 @@ from pulumi_policy.proxy import (  # noqa: E402
 from flux_minicluster.core import labels as lbl  # noqa: E402
 from flux_minicluster.core import layout  # noqa: E402
 from flux_minicluster.core.errors import SpecError  # noqa: E402
-from flux_minicluster.policy import checker  # noqa: E402
+from flux_minicluster.policy import checker, stackref  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
 from flux_minicluster.policy.model import Manifest  # noqa: E402
+from flux_minicluster.policy.resource_rules import SOURCE_RANGES_ANNOTATION  # noqa: E402
 from flux_minicluster.policy.rules import ALL_RULES, get_rule  # noqa: E402
+from flux_minicluster.policy.stackref import stack_reference_manifest  # noqa: E402
 
 NAME = "flux-sample"
 NS = "ns"
@@ -266,6 +269,61 @@ def _split_terms(hostlist: str) -> list[str]:
             terms.append(hostlist[start:i])
             start = i + 1
     return [*terms, hostlist[start:]]
+
+
+ROOT_STACK = "organization/flux-minicluster/flux-sample-root"
+_ABSENT = object()
+
+
+def root_outputs(**changes: Any) -> dict[str, Any]:
+    """What ``burst_group``'s root stack exports (deploy/program.py); ``_ABSENT`` drops one."""
+    outputs: dict[str, Any] = {
+        "jobName": NAME,
+        "hostlist": "flux-sample-[0-3],burst-0-[0-3]",
+        "curvePublicKey": PUBLIC_KEY,
+        "curveCert": CERT,
+        "leadBrokerAddress": LEAD_ADDRESS,
+        "leadBrokerPort": 8050,
+        "leadName": NAME,
+        "leadSize": 4,
+        "burstClusters": [{"name": "burst-0", "size": 4}],
+    }
+    outputs.update(changes)
+    return {k: v for k, v in outputs.items() if v is not _ABSENT}
+
+
+def burst_stack(
+    child_hosts: str | None = None, child_key: str = PUBLIC_KEY, **outputs: Any
+) -> list[Manifest]:
+    """What a burst stack's policy run sees: its own objects and the StackReference to its root."""
+    child = burst_group(child_hosts, child_key)[4:]
+    return [*child, stack_reference_manifest(ROOT_STACK, root_outputs(**outputs))]
+
+
+def lead_service(
+    kind: str = "LoadBalancer",
+    ranges: list[str] | None = None,
+    annotations: dict[str, str] | None = None,
+    node_port: int | None = None,
+) -> Manifest:
+    """A bursting root's ``<name>-lead`` Service (core/render/manifests.py ``lead_service``)."""
+    port: dict[str, Any] = {"name": "broker", "port": 8050, "targetPort": 8050}
+    if node_port is not None:
+        port["nodePort"] = node_port
+    spec: dict[str, Any] = {
+        "type": kind,
+        "publishNotReadyAddresses": True,
+        "selector": {lbl.JOB_NAME_LABEL: NAME, lbl.COMPLETION_INDEX_LABEL: "0"},
+        "ports": [port],
+    }
+    if ranges is not None:
+        spec["loadBalancerSourceRanges"] = ranges
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(f"{NAME}-lead", annotations=annotations),
+        "spec": spec,
+    }
 
 
 def changed(objs: list[Manifest], index: int, edit: Callable[[Manifest], object]) -> list[Manifest]:
@@ -616,6 +674,88 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
         GOOD,
         changed(GOOD, 2, lambda m: m["metadata"].pop("namespace")),
     ),
+    # A burst stack under `pulumi preview` sees its root only through the StackReference.
+    (
+        "burst-group-consistent",
+        "per stack: another certificate than the root's outputs",
+        burst_stack(),
+        burst_stack(child_key=OTHER_KEY),
+    ),
+    (
+        "burst-group-consistent",
+        "per stack: the key from curveCert when the root exports no curvePublicKey",
+        burst_stack(curvePublicKey=_ABSENT),
+        burst_stack(child_key=OTHER_KEY, curvePublicKey=_ABSENT),
+    ),
+    (
+        "burst-group-consistent",
+        "per stack: the root exports no certificate at all",
+        burst_stack(),
+        burst_stack(curvePublicKey=_ABSENT, curveCert=_ABSENT),
+    ),
+    (
+        "burst-group-consistent",
+        "per stack: rank 0 is not the root's lead address",
+        burst_stack(),
+        burst_stack(leadBrokerAddress="34.9.9.9"),
+    ),
+    (
+        "burst-group-consistent",
+        "per stack: another rank order than the root's",
+        burst_stack(),
+        burst_stack(child_hosts="burst-0-[0-3],flux-sample-[1-3]"),
+    ),
+    (
+        "burst-group-consistent",
+        "per stack: another size than the root's",
+        burst_stack(),
+        burst_stack(hostlist="flux-sample-[0-3],burst-0-[0-4]"),
+    ),
+    (
+        "burst-group-consistent",
+        "per stack: the root exports no hostlist",
+        burst_stack(),
+        burst_stack(hostlist=_ABSENT),
+    ),
+    (
+        "burst-group-consistent",
+        "the root's outputs win over its objects",
+        [*burst_group(), stack_reference_manifest(ROOT_STACK, root_outputs())],
+        [
+            *burst_group(),
+            stack_reference_manifest(ROOT_STACK, root_outputs(curvePublicKey=OTHER_KEY)),
+        ],
+    ),
+    (
+        "lead-open-to-all",
+        "LoadBalancer without source ranges",
+        [lead_service(ranges=["198.51.100.0/24"]), *GOOD],
+        [lead_service()],
+    ),
+    (
+        "lead-open-to-all",
+        "source ranges that include every address",
+        [lead_service(ranges=["198.51.100.0/24", "203.0.113.7/32"])],
+        [lead_service(ranges=["198.51.100.0/24", "::/0"])],
+    ),
+    (
+        "lead-open-to-all",
+        "source ranges by the older annotation",
+        [lead_service(annotations={SOURCE_RANGES_ANNOTATION: "198.51.100.0/24"})],
+        [lead_service(annotations={SOURCE_RANGES_ANNOTATION: "0.0.0.0/0"})],
+    ),
+    (
+        "lead-open-to-all",
+        "an internal load balancer is not on the internet",
+        [lead_service(annotations={"networking.gke.io/load-balancer-type": "Internal"})],
+        [lead_service(annotations={"networking.gke.io/load-balancer-type": "External"})],
+    ),
+    (
+        "lead-open-to-all",
+        "NodePort",
+        [lead_service(ranges=["198.51.100.0/24"])],
+        [lead_service("NodePort", node_port=30850)],
+    ),
 ]
 
 
@@ -677,6 +817,7 @@ _TYPES = {
     "Pod": "kubernetes:core/v1:Pod",
     "Job": "kubernetes:batch/v1:Job",
     "Namespace": "kubernetes:core/v1:Namespace",
+    "StackReference": "pulumi:pulumi:StackReference",
 }
 
 
@@ -692,6 +833,16 @@ def _as_pulumi(value: Any) -> Any:
 
 
 def _props(m: Manifest) -> dict[str, Any]:
+    """The props Pulumi hands a policy: a StackReference's as its resource has them."""
+    if m["kind"] == "StackReference":
+        outputs = _as_pulumi(copy.deepcopy(m["outputs"]))
+        if isinstance(outputs, dict) and isinstance(outputs.get("curveCert"), str):
+            outputs["curveCert"] = Secret(outputs["curveCert"])
+        return {
+            "name": m["metadata"]["name"],
+            "outputs": outputs,
+            "secretOutputNames": ["curveCert"],
+        }
     props = _as_pulumi(copy.deepcopy(m))
     del props["apiVersion"], props["kind"]
     return props
@@ -802,6 +953,127 @@ def test_crossguard_defers_verdicts_on_unknown_values() -> None:
         crossguard("burst-group-consistent", objs)
     assert "can't be known during preview" in err.value.message
     assert crossguard("hostlist-covers-max-size", objs) == []
+
+
+# --- a burst stack checked against its root's outputs --------------------------------------------
+
+
+def test_stack_reference_manifest() -> None:
+    """The documented shape, and the same dict from Pulumi's StackReference props."""
+    outputs = root_outputs()
+    expected = {"kind": "StackReference", "metadata": {"name": ROOT_STACK}, "outputs": outputs}
+    assert stack_reference_manifest(ROOT_STACK, outputs) == expected
+    props = _props(expected)
+    assert isinstance(props["outputs"]["curveCert"], Secret)
+    assert minicluster_policies.to_manifest("pulumi:pulumi:StackReference", props) == expected
+
+
+def test_the_rules_read_only_outputs_the_root_program_exports() -> None:
+    from flux_minicluster.deploy.minicluster import OUTPUTS
+    from flux_minicluster.deploy.program import ROOT_OUTPUTS, output_name
+
+    exported = {*ROOT_OUTPUTS, *(output_name(o) for o in OUTPUTS)}
+    read = {
+        stackref.LEAD_NAME,
+        stackref.HOSTLIST,
+        stackref.LEAD_BROKER_ADDRESS,
+        stackref.CURVE_PUBLIC_KEY,
+        stackref.CURVE_CERT,
+    }
+    assert read <= exported
+    assert set(root_outputs()) <= exported
+
+
+@pytest.mark.parametrize(
+    "objs",
+    [
+        burst_stack(),
+        [*burst_group(), stack_reference_manifest(ROOT_STACK, root_outputs())],
+        # A reference to a stack that leads another group (or none) changes nothing.
+        [*burst_group(), stack_reference_manifest("org/p/other", root_outputs(leadName="other"))],
+        [*GOOD, stack_reference_manifest("org/p/plain", {"jobName": "x"})],
+    ],
+    ids=["burst-and-its-root", "whole-group-and-root", "another-group", "not-a-root"],
+)
+def test_a_stack_reference_passes_every_other_rule(objs: list[Manifest]) -> None:
+    report = checker.check(objs)
+    assert report.violations == (), report.format()
+    assert report.objects == len(objs) - 1, "the reference is not a Kubernetes object checked"
+    assert all(crossguard(rule.id, objs) == [] for rule in ALL_RULES)
+
+
+@pytest.mark.parametrize(
+    ("edit", "unread_path"),
+    [
+        (lambda out: out.update(curvePublicKey=UNKNOWN_STRING_VALUE), ".outputs.curvePublicKey"),
+        (lambda out: out.update(hostlist=UNKNOWN_STRING_VALUE), ".outputs.hostlist"),
+        (
+            lambda out: out.update(curvePublicKey=None, curveCert=UNKNOWN_STRING_VALUE),
+            ".outputs.curveCert",
+        ),
+    ],
+    ids=["public-key", "hostlist", "secret-certificate"],
+)
+def test_an_unknown_root_output_defers_the_group_verdict(
+    edit: Callable[[dict[str, Any]], None], unread_path: str
+) -> None:
+    """Under preview an output the rule needs may be unknown: 'cannot run', never a verdict."""
+    objs = burst_stack()
+    edit(objs[4]["outputs"])
+    with pytest.raises(UnknownValueError) as err:
+        crossguard("burst-group-consistent", objs)
+    assert f"at {unread_path} can't be known during preview" in err.value.message
+    assert crossguard("hostlist-covers-max-size", objs) == []
+
+
+def test_unknown_outputs_of_a_reference_no_group_needs_are_not_read() -> None:
+    unknown = stack_reference_manifest(ROOT_STACK, {})
+    unknown["outputs"] = UNKNOWN_OBJECT_VALUE
+    assert crossguard("burst-group-consistent", [*GOOD, unknown]) == []
+    with pytest.raises(UnknownValueError):
+        crossguard("burst-group-consistent", [*burst_stack()[:4], unknown])
+
+
+# --- lead-open-to-all ----------------------------------------------------------------------------
+
+
+def test_lead_open_to_all_says_how_to_restrict_the_lead() -> None:
+    remediation = get_rule("lead-open-to-all").remediation
+    for words in (
+        "flux-minicluster:bursting.sourceRanges",
+        "spec.loadBalancerSourceRanges",
+        "A NodePort cannot be restricted by the Service",
+        "NetworkPolicy",
+        "cloud firewall",
+        "allowOpen",
+    ):
+        assert words in remediation
+
+
+@pytest.mark.parametrize(
+    ("config", "level"),
+    [
+        ({}, "advisory"),
+        ({"lead-open-to-all": "mandatory"}, "mandatory"),
+        ({"all": "mandatory"}, "mandatory"),
+        ({"lead-open-to-all": {"allowOpen": ["other"]}}, "advisory"),
+        ({"lead-open-to-all": {"allowOpen": [NAME]}}, None),
+        ({"lead-open-to-all": {"enforcementLevel": "mandatory", "allowOpen": ["*"]}}, None),
+        ({"lead-open-to-all": "disabled"}, None),
+    ],
+)
+def test_lead_open_to_all_config(config: dict[str, Any], level: str | None) -> None:
+    objs = [*GOOD, lead_service("NodePort", node_port=30850)]
+    report = checker.check(objs, config)
+    found = [(v.policy, v.level, v.object) for v in report.violations]
+    assert found == ([("lead-open-to-all", level, f"Service/ns/{NAME}-lead")] if level else [])
+    assert report.exit_code == (1 if level == "mandatory" else 0)
+    section = config.get("lead-open-to-all")
+    if isinstance(section, dict):  # CrossGuard honours the options the same way
+        options = {k: v for k, v in section.items() if k != "enforcementLevel"}
+        assert crossguard("lead-open-to-all", objs, options) == offline(
+            "lead-open-to-all", objs, options
+        )
 
 
 def test_crossguard_ignores_non_kubernetes_resources() -> None:
@@ -939,15 +1211,73 @@ def test_bad_set_fails_and_names_each_policy() -> None:
     assert text.splitlines()[-1].startswith("policy check FAILED: 2 mandatory, 1 advisory")
 
 
-def test_format_groups_by_object() -> None:
-    text = checker.check(bad_set()).format()
+def clusters(count: int, **job_args: Any) -> list[Manifest]:
+    """``count`` MiniClusters ``c0``, ``c1``, ... side by side."""
+    return [o for i in range(count) for o in minicluster(f"c{i}", **job_args)]
+
+
+def test_an_advisory_on_many_objects_is_reported_once() -> None:
+    """``pinned-images`` on 11 Jobs is one finding naming all 11, not 11 findings."""
+    report = checker.check(clusters(11, image="ubuntu:latest"))
+    assert len(report.advisory) == 11
+    assert report.exit_code == 0
+    text = report.format()
     lines = text.splitlines()
-    job_at = lines.index("Job/ns/flux-sample")
-    job_lines = lines[job_at + 1 : job_at + 5]
-    assert any("[advisory] pinned-images" in line for line in job_lines)
-    assert any("[mandatory] no-privileged" in line for line in job_lines)
-    assert any(line.strip().startswith("fix:") for line in job_lines)
-    assert checker.check(GOOD).format().startswith("policy check passed: 0 mandatory, 0 advisory")
+    (header,) = [i for i, line in enumerate(lines) if "[advisory]" in line]
+    assert lines[header].startswith("[advisory] pinned-images on 11 objects: Job/ns/c0, ")
+    listing = [lines[header]]
+    for line in lines[header + 1 :]:
+        if not line.startswith("    "):  # wrapped lines of the list; messages are indented less
+            break
+        listing.append(line.strip())
+    named = " ".join(listing).split(": ", 1)[1].split(", ")
+    assert named == [f"Job/ns/c{i}" for i in range(11)]
+    fix = next(i for i, line in enumerate(lines) if line.strip().startswith("fix:"))
+    assert fix - header == len(listing) + 3 + 1, "the objects, three messages, how many more"
+    assert lines[fix - 1] == "  ... and 8 more messages like these"
+    assert not any(line.startswith("Job/") for line in lines), "no per-object heading"
+    assert text.count("fix:") == 1
+    assert lines[-1] == (
+        "policy check passed: 0 mandatory, 11 advisory violation(s) in 44 object(s), "
+        f"{len(ALL_RULES)} policies checked; advisory: pinned-images (11 objects)"
+    )
+    # Every message is still there for whoever wants them all.
+    expanded = report.format(group_advisories=False)
+    assert expanded.count("[advisory] pinned-images") == 11
+
+
+def test_report_format() -> None:
+    """Mandatory findings one by one under their object; an advisory once, alike messages once."""
+    objs = clusters(3)
+    for i in range(3):
+        del objs[4 * i + 3]["spec"]["activeDeadlineSeconds"]
+    container(objs, 7)["securityContext"] = {"privileged": True}
+    container(objs, 11)["securityContext"] = {"privileged": True}
+    fix = get_rule("no-privileged").remediation
+    message = (
+        "spec.template.spec.containers[0].securityContext.privileged is true: the container has "
+        "every capability on the node (allow it with allowPrivileged: ['{}'])"
+    )
+    assert checker.check(objs).format().splitlines() == [
+        "Job/ns/c1",
+        f"  [mandatory] no-privileged: {message.format('c1')}",
+        f"      fix: {fix}",
+        "Job/ns/c2",
+        f"  [mandatory] no-privileged: {message.format('c2')}",
+        f"      fix: {fix}",
+        "",
+        "[advisory] job-bounds on 3 objects: Job/ns/c0, Job/ns/c1, Job/ns/c2",
+        "  spec.activeDeadlineSeconds is not set: a hung cluster then holds its nodes forever; "
+        "set it to at most 31536000",
+        f"      fix: {get_rule('job-bounds').remediation}",
+        "",
+        "policy check FAILED: 2 mandatory, 3 advisory violation(s) in 12 object(s), "
+        f"{len(ALL_RULES)} policies checked; advisory: job-bounds (3 objects)",
+    ]
+    assert checker.check(GOOD).format() == (
+        f"policy check passed: 0 mandatory, 0 advisory violation(s) in 4 object(s), "
+        f"{len(ALL_RULES)} policies checked"
+    )
 
 
 def test_stack_violations_name_the_object() -> None:

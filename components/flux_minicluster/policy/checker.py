@@ -3,11 +3,16 @@
 CI runs ``pulumi preview --policy-pack policies/`` where the CLI exists; everywhere else it runs
 this checker over the rendered manifests, with the same rules (``rules.ALL_RULES``) and the same
 policy-config file, and fails on a mandatory violation exactly as ``pulumi preview`` would.
+
+A burst stack checked on its own needs its root's outputs, which ``pulumi preview`` gets through
+the StackReference: add ``stack_reference_manifest(root_stack, root_outputs)`` (from
+``stackref``, re-exported here) to the objects given to ``check``.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +23,21 @@ import yaml
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.policy import config as cfg
 from flux_minicluster.policy import manifest as mf
+from flux_minicluster.policy import stackref
 from flux_minicluster.policy.model import Level, Manifest, Rule
 from flux_minicluster.policy.rules import ALL_RULES
+from flux_minicluster.policy.stackref import stack_reference_manifest
+
+__all__ = [
+    "STACK",
+    "Report",
+    "Violation",
+    "check",
+    "load_config",
+    "load_file",
+    "load_manifests",
+    "stack_reference_manifest",
+]
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STACK = "stack"
@@ -49,6 +67,7 @@ class Report:
 
     violations: tuple[Violation, ...]
     objects: int
+    """Kubernetes objects checked (a StackReference given for its outputs is not counted)."""
     policies: tuple[str, ...]
 
     @property
@@ -65,28 +84,99 @@ class Report:
         return 1 if self.mandatory else 0
 
     def summary(self) -> str:
+        """One line: the verdict, the counts, and each advisory policy with its object count."""
         status = "FAILED" if self.exit_code else "passed"
-        return (
+        line = (
             f"policy check {status}: {len(self.mandatory)} mandatory, {len(self.advisory)} "
             f"advisory violation(s) in {self.objects} object(s), "
             f"{len(self.policies)} policies checked"
         )
+        groups = _by_policy(self.advisory)
+        if groups:
+            line += "; advisory: " + ", ".join(
+                f"{policy} ({_count(len(_objects(found)), 'object')})"
+                for policy, found in groups.items()
+            )
+        return line
 
-    def format(self) -> str:
-        """Violations grouped by object, each line with level and policy id, then a summary."""
-        grouped: dict[str, dict[str, list[Violation]]] = {}
-        for v in self.violations:
-            grouped.setdefault(v.object, {}).setdefault(v.policy, []).append(v)
-        lines: list[str] = []
-        for obj, by_policy in grouped.items():
-            lines.append(obj)
-            for found in by_policy.values():
-                lines.extend(f"  {v.line()}" for v in found)
-                lines.append(f"      fix: {found[0].remediation}")
+    def format(self, *, group_advisories: bool = True) -> str:
+        """The report as ``minicluster check`` prints it, ending with ``summary()``.
+
+        Mandatory violations come first, grouped by object: each must be fixed where it is. Then
+        each advisory policy is reported once, naming every object it found and its messages
+        (alike messages once, at most a few), so that ``pinned-images`` on 11 Jobs is one
+        finding, not 11. ``group_advisories=False`` lists advisories by object too, in full.
+        """
+        by_object = [v for v in self.violations if not (group_advisories and v.level == "advisory")]
+        lines = _format_by_object(by_object)
+        if group_advisories:
+            for policy, found in _by_policy(self.advisory).items():
+                if lines:
+                    lines.append("")
+                lines.extend(_format_advisory(policy, found))
         if lines:
             lines.append("")
         lines.append(self.summary())
         return "\n".join(lines)
+
+
+_FIX_INDENT = "      "
+_SHOWN_MESSAGES = 3
+"""Distinct messages a grouped advisory shows before it says how many more there are."""
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _objects(found: Iterable[Violation]) -> list[str]:
+    return list(dict.fromkeys(v.object for v in found))
+
+
+def _by_policy(violations: Iterable[Violation]) -> dict[str, list[Violation]]:
+    out: dict[str, list[Violation]] = {}
+    for v in violations:
+        out.setdefault(v.policy, []).append(v)
+    return out
+
+
+def _format_by_object(violations: Iterable[Violation]) -> list[str]:
+    grouped: dict[str, dict[str, list[Violation]]] = {}
+    for v in violations:
+        grouped.setdefault(v.object, {}).setdefault(v.policy, []).append(v)
+    lines: list[str] = []
+    for obj, by_policy in grouped.items():
+        lines.append(obj)
+        for found in by_policy.values():
+            lines.extend(f"  {v.line()}" for v in found)
+            lines.append(f"{_FIX_INDENT}fix: {found[0].remediation}")
+    return lines
+
+
+def _format_advisory(policy: str, found: list[Violation]) -> list[str]:
+    """One advisory policy's findings as one block: the objects, the messages, the fix.
+
+    ``[advisory] pinned-images on 11 objects: Job/hpc/a, Job/hpc/b, ...`` (wrapped), then each
+    distinct message once, prefixed with its objects unless every listed object has it.
+    """
+    objects = _objects(found)
+    header = f"[advisory] {policy} on {_count(len(objects), 'object')}: {', '.join(objects)}"
+    lines = textwrap.wrap(header, width=100, subsequent_indent="    ", break_long_words=False)
+    messages: dict[str, list[str]] = {}
+    for v in found:
+        holders = messages.setdefault(v.message, [])
+        if v.object not in holders:
+            holders.append(v.object)
+    for message, holders in list(messages.items())[:_SHOWN_MESSAGES]:
+        if len(holders) == len(objects):
+            lines.append(f"  {message}")
+        else:
+            lines.append(f"  {', '.join(holders)}: {message}")
+    more = len(messages) - _SHOWN_MESSAGES
+    if more > 0:
+        lines.append(f"  ... and {_count(more, 'more message')} like these")
+    lines.append(f"{_FIX_INDENT}fix: {found[0].remediation}")
+    return lines
 
 
 def check(
@@ -118,7 +208,8 @@ def check(
             name = STACK if obj is None else mf.identity(obj)
             found.append((where, order, Violation(rule.id, level, name, message, rule.remediation)))
     found.sort(key=lambda item: (item[0], item[1]))
-    return Report(tuple(v for _, _, v in found), len(objects), tuple(ran))
+    kubernetes = sum(1 for m in objects if not stackref.is_stack_reference(m))
+    return Report(tuple(v for _, _, v in found), kubernetes, tuple(ran))
 
 
 # --- reading files -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ CrossGuard ``ResourceValidationPolicy`` objects and the offline checker.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
 
@@ -246,6 +247,87 @@ def check_namespace_not_default(m: Manifest, s: Settings) -> list[str]:
     return [f"the object {written}, shared with unrelated workloads"]
 
 
+# --- lead-open-to-all ---------------------------------------------------------------------------
+
+SOURCE_RANGES_KEY = "flux-minicluster:bursting.sourceRanges"
+"""The stack config key that becomes the lead Service's ``spec.loadBalancerSourceRanges``."""
+SOURCE_RANGES_ANNOTATION = "service.beta.kubernetes.io/load-balancer-source-ranges"
+"""The older annotation Kubernetes reads when ``spec.loadBalancerSourceRanges`` is empty."""
+# Annotations (value, lowercased) that make a cloud's load balancer internal: reachable from the
+# cluster's network only, not from the internet.
+_INTERNAL_LOAD_BALANCER = {
+    "networking.gke.io/load-balancer-type": "internal",
+    "cloud.google.com/load-balancer-type": "internal",
+    "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+    "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+    "service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+}
+
+
+def selects_rank_0(m: Manifest) -> bool:
+    """Whether a Service selects rank 0 of an Indexed Job: its completion index "0" and job-name."""
+    selector = mf.as_dict(mf.dig(m, "spec", "selector"))
+    return str(selector.get(lbl.COMPLETION_INDEX_LABEL)) == "0" and bool(
+        selector.get(lbl.JOB_NAME_LABEL)
+    )
+
+
+def _source_ranges(m: Manifest) -> list[str]:
+    """The load balancer's allowed source CIDRs: the spec field, else the older annotation."""
+    written = [r for r in mf.as_list(mf.dig(m, "spec", "loadBalancerSourceRanges")) if r]
+    if written:
+        return [str(r).strip() for r in written]
+    note = mf.annotations_of(m).get(SOURCE_RANGES_ANNOTATION, "")
+    return [r.strip() for r in note.split(",") if r.strip()]
+
+
+def _is_everywhere(cidr: str) -> bool:
+    try:
+        return ipaddress.ip_network(cidr, strict=False).prefixlen == 0
+    except ValueError:
+        return False  # the API server refuses it; not this policy's business
+
+
+def _is_internal(m: Manifest) -> bool:
+    notes = {k: v.strip().lower() for k, v in mf.annotations_of(m).items()}
+    return any(notes.get(key) == value for key, value in _INTERNAL_LOAD_BALANCER.items())
+
+
+def check_lead_open_to_all(m: Manifest, s: Settings) -> list[str]:
+    if mf.kind(m) != "Service" or not selects_rank_0(m) or _allowed(m, s["allowOpen"]):
+        return []
+    spec = mf.as_dict(m.get("spec"))
+    ports = [p for p in mf.as_list(spec.get("ports")) if isinstance(p, dict)]
+    shown = ", ".join(str(p.get("port")) for p in ports) or "?"
+    what = f"rank 0's broker (port {shown})"
+    kind = spec.get("type")
+    if kind == "LoadBalancer":
+        if _is_internal(m):
+            return []
+        ranges = _source_ranges(m)
+        if not ranges:
+            return [
+                f"the Service exposes {what} through a LoadBalancer without "
+                "spec.loadBalancerSourceRanges: every address on the internet can connect to it"
+            ]
+        everywhere = [r for r in ranges if _is_everywhere(r)]
+        if everywhere:
+            return [
+                f"the Service exposes {what} through a LoadBalancer whose source ranges include "
+                f"{', '.join(everywhere)}: every address on the internet can connect to it"
+            ]
+        return []
+    if kind == "NodePort":
+        node_ports = ", ".join(str(p["nodePort"]) for p in ports if p.get("nodePort"))
+        on = f"node port {node_ports}" if node_ports else "a node port"
+        return [
+            f"the Service exposes {what} on {on} of every node: a Service cannot restrict who "
+            "connects to a NodePort, so every address that reaches a node can, unless a "
+            "NetworkPolicy or the cloud firewall stops it"
+        ]
+    return []
+
+
 # --- the rules -----------------------------------------------------------------------------------
 
 CURVE_CERT_IN_SECRET = Rule(
@@ -355,6 +437,32 @@ NAMESPACE_NOT_DEFAULT = Rule(
             "array",
             ("default", "kube-system"),
             "Namespaces MiniCluster objects must not use (a missing namespace counts as default).",
+        ),
+    ),
+)
+
+LEAD_OPEN_TO_ALL = Rule(
+    id="lead-open-to-all",
+    description=(
+        "A bursting root's lead Service (a LoadBalancer or NodePort selecting rank 0) does not "
+        "let every address on the internet reach the lead broker."
+    ),
+    level="advisory",
+    remediation=(
+        f"Set the stack config key {SOURCE_RANGES_KEY} to the CIDRs the burst clusters connect "
+        "from; it becomes the lead Service's spec.loadBalancerSourceRanges. A NodePort cannot be "
+        "restricted by the Service: let only the burst clusters in with a NetworkPolicy (it sees "
+        "their addresses with externalTrafficPolicy: Local) or the cloud firewall, then "
+        "allow-list the MiniCluster in this policy's allowOpen."
+    ),
+    resource_check=check_lead_open_to_all,
+    options=(
+        Option(
+            "allowOpen",
+            "array",
+            (),
+            f"MiniCluster names (label {lbl.NAME_LABEL}) whose lead Service may stay open to all "
+            "addresses, e.g. because a cloud firewall restricts it; '*' allows all.",
         ),
     ),
 )

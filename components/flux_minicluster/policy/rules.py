@@ -16,8 +16,13 @@ Rule ids and their options (defaults in brackets):
 * ``persistent-no-hang`` (mandatory): a persistent Job has skipAwait or waitFor.
 * ``headless-publishes-not-ready`` (advisory): the headless Service publishes not-ready pods.
 * ``hostlist-covers-max-size`` (mandatory, stack): broker.toml hosts cover the Job's hostnames.
-* ``burst-group-consistent`` (mandatory, stack): one certificate and rank order per burst group.
+* ``burst-group-consistent`` (mandatory, stack): one certificate and rank order per burst group,
+  checked against the root stack's outputs when its StackReference is in the set (see
+  ``stackref``), else among the group's objects.
 * ``namespace-not-default`` (advisory): ``forbiddenNamespaces`` [default, kube-system].
+* ``lead-open-to-all`` (advisory): a bursting root's lead Service (LoadBalancer or NodePort on
+  rank 0) is not open to every address; ``allowOpen`` [[]]: MiniCluster names (or ``"*"``)
+  exempted.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from flux_minicluster.policy.resource_rules import (
     FLUX_CONTAINER_RESOURCES,
     HEADLESS_PUBLISHES_NOT_READY,
     JOB_BOUNDS,
+    LEAD_OPEN_TO_ALL,
     NAMESPACE_NOT_DEFAULT,
     NO_PRIVILEGED,
     PERSISTENT_NO_HANG,
@@ -43,6 +49,7 @@ __all__ = [
     "HEADLESS_PUBLISHES_NOT_READY",
     "HOSTLIST_COVERS_MAX_SIZE",
     "JOB_BOUNDS",
+    "LEAD_OPEN_TO_ALL",
     "NAMESPACE_NOT_DEFAULT",
     "NO_PRIVILEGED",
     "PERSISTENT_NO_HANG",
@@ -66,6 +73,7 @@ ALL_RULES: tuple[Rule, ...] = (
     HOSTLIST_COVERS_MAX_SIZE,
     BURST_GROUP_CONSISTENT,
     NAMESPACE_NOT_DEFAULT,
+    LEAD_OPEN_TO_ALL,
 )
 
 _BY_ID = {rule.id: rule for rule in ALL_RULES}

@@ -4,7 +4,9 @@ A broker finds its rank by looking its own hostname up in ``[bootstrap] hosts`` 
 parent through ``default_connect``; both live in the entrypoint ConfigMap while the hostnames
 come from the Job and the DNS names from the headless Service. Only a check that sees all three
 together can tell that they agree. Across a burst group, every cluster must share the certificate
-and the rank order; that again is a property of several objects, in several stacks' outputs.
+and the rank order; that again is a property of several objects, in several stacks. A burst
+stack sees its root only through a StackReference (``stackref``): its objects are then compared
+with the root's outputs.
 """
 
 from __future__ import annotations
@@ -17,10 +19,15 @@ from typing import Any
 from flux_minicluster.core import certificate, hostlist, layout
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.policy import manifest as mf
+from flux_minicluster.policy import stackref
 from flux_minicluster.policy.model import Manifest, Rule, Settings
 from flux_minicluster.policy.resource_rules import is_minicluster_job
 
 Finding = tuple[Manifest | None, str]
+Keyed = tuple[Manifest, str]
+"""A curve Secret and the public key its annotation names."""
+Expanded = tuple[Manifest, list[str]]
+"""A ConfigMap and its hostlist, expanded host by host."""
 
 _ROOT_ROLES = frozenset({"standalone", "root"})
 
@@ -264,6 +271,11 @@ def check_hostlist_covers_max_size(manifests: Sequence[Manifest], s: Settings) -
 
 
 # --- burst-group-consistent ----------------------------------------------------------------------
+#
+# Two sources can stand for the group's root: its own objects, when the root's and the bursts'
+# objects are checked together offline, or its stack outputs, through the StackReference a burst
+# stack reads them by (under ``pulumi preview`` that is all a burst stack sees of its root). The
+# outputs win when both are there: they are what the burst's program actually used.
 
 
 def _reference(group: str, members: list[Manifest]) -> Manifest:
@@ -271,20 +283,34 @@ def _reference(group: str, members: list[Manifest]) -> Manifest:
     return next((m for m in members if mf.cluster_of(m) == group), members[0])
 
 
-def _check_group_certificates(group: str, members: list[Manifest]) -> list[Finding]:
-    secrets = [
-        m
-        for m in members
-        if mf.kind(m) == "Secret"
-        and (
-            lbl.CURVE_PUBLIC_KEY_ANNOTATION in mf.annotations_of(m)
-            or layout.CURVE_FILE in mf.data_items(m)
-        )
-    ]
+def _is_burst(m: Manifest, group: str) -> bool:
+    """Whether ``m`` belongs to a burst cluster of ``group`` rather than to its root."""
+    return mf.cluster_of(m) != group
+
+
+def _root_references(manifests: Sequence[Manifest], groups: set[str]) -> dict[str, Manifest]:
+    """The StackReference to each group's root stack, by group (its ``leadName`` output)."""
+    out: dict[str, Manifest] = {}
+    for m in manifests:
+        if stackref.is_stack_reference(m):
+            lead = stackref.lead_name(m)
+            if lead in groups:
+                out.setdefault(lead, m)
+    return out
+
+
+def _keyed_secrets(group: str, members: list[Manifest]) -> tuple[list[Finding], list[Keyed]]:
+    """The group's curve Secrets with their public-key annotation, and what is wrong with them."""
     out: list[Finding] = []
-    keyed: list[tuple[Manifest, str]] = []
-    for secret in secrets:
-        key = mf.annotations_of(secret).get(lbl.CURVE_PUBLIC_KEY_ANNOTATION)
+    keyed: list[Keyed] = []
+    for secret in members:
+        if mf.kind(secret) != "Secret":
+            continue
+        notes = mf.annotations_of(secret)
+        text = mf.data_items(secret).get(layout.CURVE_FILE)
+        if lbl.CURVE_PUBLIC_KEY_ANNOTATION not in notes and text is None:
+            continue  # not a curve Secret
+        key = notes.get(lbl.CURVE_PUBLIC_KEY_ANNOTATION)
         if not key:
             out.append(
                 (
@@ -295,7 +321,6 @@ def _check_group_certificates(group: str, members: list[Manifest]) -> list[Findi
                 )
             )
             continue
-        text = mf.data_items(secret).get(layout.CURVE_FILE)
         actual = certificate.public_key_in(text) if text is not None else None
         if actual is not None and actual != key:
             out.append(
@@ -306,6 +331,11 @@ def _check_group_certificates(group: str, members: list[Manifest]) -> list[Findi
                 )
             )
         keyed.append((secret, key))
+    return out, keyed
+
+
+def _check_group_certificates(group: str, members: list[Manifest]) -> list[Finding]:
+    out, keyed = _keyed_secrets(group, members)
     if keyed:
         ref = _reference(group, [m for m, _ in keyed])
         ref_key = next(k for m, k in keyed if m is ref)
@@ -321,9 +351,53 @@ def _check_group_certificates(group: str, members: list[Manifest]) -> list[Findi
     return out
 
 
-def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]:
+def _root_public_key(reference: Manifest) -> tuple[str, str] | None:
+    """``(public key, output it is from)``: ``curvePublicKey``, else the key in ``curveCert``."""
+    outputs = stackref.outputs_of(reference)
+    key = outputs.get(stackref.CURVE_PUBLIC_KEY)
+    if isinstance(key, str) and key:
+        return key, stackref.CURVE_PUBLIC_KEY
+    cert = outputs.get(stackref.CURVE_CERT)  # a secret: read only when there is no public key
+    key = certificate.public_key_in(cert) if isinstance(cert, str) else None
+    return None if key is None else (key, stackref.CURVE_CERT)
+
+
+def _check_certificates_against_root(
+    group: str, members: list[Manifest], reference: Manifest
+) -> list[Finding]:
+    out, keyed = _keyed_secrets(group, members)
+    if not keyed:
+        return out
+    stack = mf.name(reference)
+    found = _root_public_key(reference)
+    if found is None:
+        out.append(
+            (
+                reference,
+                f"the root stack {stack!r} of burst group {group!r} exports neither "
+                f"{stackref.CURVE_PUBLIC_KEY} nor a {stackref.CURVE_CERT} with a public key, so "
+                "the group's certificate cannot be checked; run 'pulumi up' on the root stack",
+            )
+        )
+        return out
+    root_key, output = found
+    for secret, key in keyed:
+        if key != root_key:
+            out.append(
+                (
+                    secret,
+                    f"curve public key {key} differs from {root_key} in the {output} output "
+                    f"of the root stack {stack!r} of burst group {group!r}: the brokers "
+                    "cannot authenticate each other",
+                )
+            )
+    return out
+
+
+def _expanded_hostlists(members: list[Manifest]) -> tuple[list[Finding], list[Expanded]]:
+    """Every member ConfigMap's hostlist, expanded host by host, and those that do not parse."""
     out: list[Finding] = []
-    expanded: list[tuple[Manifest, list[str]]] = []
+    expanded: list[Expanded] = []
     for cm in members:
         if mf.kind(cm) != "ConfigMap":
             continue
@@ -334,6 +408,15 @@ def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]
             expanded.append((cm, hostlist.expand(written.strip())))
         except ValueError as err:
             out.append((cm, f"{layout.HOSTLIST!r}: {err}"))
+    return out, expanded
+
+
+def _first_difference(hosts: list[str], ref_hosts: list[str], start: int) -> int | None:
+    return next((i for i in range(start, len(hosts)) if hosts[i] != ref_hosts[i]), None)
+
+
+def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]:
+    out, expanded = _expanded_hostlists(members)
     if not expanded:
         return out
     ref = _reference(group, [m for m, _ in expanded])
@@ -350,7 +433,7 @@ def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]
                 )
             )
             continue
-        rank = next((i for i in range(1, len(hosts)) if hosts[i] != ref_hosts[i]), None)
+        rank = _first_difference(hosts, ref_hosts, 1)
         if rank is not None:
             out.append(
                 (
@@ -363,16 +446,104 @@ def _check_group_hostlists(group: str, members: list[Manifest]) -> list[Finding]
     return out
 
 
+def _root_output(reference: Manifest, output: str) -> str | None:
+    """A text output of the root stack, stripped; ``None`` when it has none."""
+    value = stackref.outputs_of(reference).get(output)
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _no_output(reference: Manifest, group: str, output: str, what: str) -> Finding:
+    return (
+        reference,
+        f"the root stack {mf.name(reference)!r} of burst group {group!r} exports no {output} "
+        f"output, so {what} cannot be checked; run 'pulumi up' on the root stack",
+    )
+
+
+def _check_hostlists_against_root(
+    group: str, members: list[Manifest], reference: Manifest
+) -> list[Finding]:
+    """Each member's hostlist against the root's: equal host by host, except at a burst's rank 0.
+
+    A burst lists the root's lead address (``leadBrokerAddress``) where the root lists its own
+    rank 0: root ``flux-root-[0-1],eks-burst-[0-1]``, a burst of it
+    ``192.0.2.10,flux-root-[1],eks-burst-[0-1]``.
+    """
+    out, expanded = _expanded_hostlists(members)
+    if not expanded:
+        return out
+    stack = mf.name(reference)
+    written = _root_output(reference, stackref.HOSTLIST)
+    if written is None:
+        return [*out, _no_output(reference, group, stackref.HOSTLIST, "the group's rank order")]
+    where = f"the {stackref.HOSTLIST} output of the root stack {stack!r}"
+    try:
+        root_hosts = hostlist.expand(written)
+    except ValueError as err:
+        return [*out, (reference, f"{where}: {err}")]
+    where += f" ({written})"
+    lead: str | None = None
+    if any(_is_burst(cm, group) for cm, _ in expanded):
+        lead = _root_output(reference, stackref.LEAD_BROKER_ADDRESS)
+        if lead is None:
+            out.append(
+                _no_output(reference, group, stackref.LEAD_BROKER_ADDRESS, "the bursts' rank 0")
+            )
+    for cm, hosts in expanded:
+        burst = _is_burst(cm, group)
+        if len(hosts) != len(root_hosts):
+            out.append(
+                (
+                    cm,
+                    f"hostlist has {len(hosts)} hosts but {where} has {len(root_hosts)}: every "
+                    f"member of burst group {group!r} must list the same ranks",
+                )
+            )
+            continue
+        if burst and lead is not None and hosts[0] != lead:
+            out.append(
+                (
+                    cm,
+                    f"hostlist starts with {hosts[0]!r}, but rank 0 of a burst cluster must be "
+                    f"the root's lead address {lead!r} (the {stackref.LEAD_BROKER_ADDRESS} output "
+                    f"of the root stack {stack!r}): the brokers connect to their lead through it",
+                )
+            )
+        rank = _first_difference(hosts, root_hosts, 1 if burst else 0)
+        if rank is not None:
+            rule = (
+                "from rank 1 on a burst must list the root's hosts in the root's order"
+                if burst
+                else "the root's objects must list the hosts its stack exports"
+            )
+            out.append(
+                (
+                    cm,
+                    f"hostlist differs from {where} at rank {rank} ({hosts[rank]!r} vs "
+                    f"{root_hosts[rank]!r}); {rule}",
+                )
+            )
+    return out
+
+
 def check_burst_group_consistent(manifests: Sequence[Manifest], s: Settings) -> list[Finding]:
     groups: dict[str, list[Manifest]] = {}
     for m in manifests:
         group = mf.labels_of(m).get(lbl.BURST_GROUP_LABEL)
         if group:
             groups.setdefault(group, []).append(m)
+    if not groups:
+        return []
+    references = _root_references(manifests, set(groups))
     out: list[Finding] = []
     for group, members in groups.items():
-        out.extend(_check_group_certificates(group, members))
-        out.extend(_check_group_hostlists(group, members))
+        reference = references.get(group)
+        if reference is None:
+            out.extend(_check_group_certificates(group, members))
+            out.extend(_check_group_hostlists(group, members))
+        else:
+            out.extend(_check_certificates_against_root(group, members, reference))
+            out.extend(_check_hostlists_against_root(group, members, reference))
     return out
 
 
@@ -397,12 +568,14 @@ BURST_GROUP_CONSISTENT = Rule(
     id="burst-group-consistent",
     description=(
         "The clusters of a burst group share one CURVE certificate and one rank order "
-        "(hostlist identical from rank 1 on)."
+        "(hostlist identical from rank 1 on; a burst's rank 0 is the root's lead address), "
+        "checked against the root stack's outputs when a burst stack references them."
     ),
     level="mandatory",
     remediation=(
         "Give every burst child the root's certificate (from the root stack's outputs) and the "
-        "same bursting.clusters list in the same order as the root."
+        "same bursting.clusters list in the same order as the root; after changing the root, "
+        "run 'pulumi up' on the root stack first, then on each burst stack."
     ),
     stack_check=check_burst_group_consistent,
 )
