@@ -12,10 +12,15 @@ CHECKOV := $(CHECKOV_VENV)/bin/checkov
 
 .PHONY: venv demo test lint typecheck contracts unit scanner fuzz bench golden clean e2e-tools e2e
 
+# The Pulumi SDKs are pinned to the versions the e2e toolchain's CLI and plugins match
+# ([tool.flux-minicluster.toolchain.python] in pyproject.toml, the one place for versions).
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	python3 -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); \
+	  print("\n".join(f"{k}=={v}" for k, v in t["tool"]["flux-minicluster"]["toolchain"]["python"].items()))' \
+	  > $(VENV)/sdk-constraints.txt
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]' -c $(VENV)/sdk-constraints.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

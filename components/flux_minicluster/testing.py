@@ -95,6 +95,7 @@ def use_mocks(
     """``pulumi.runtime.set_mocks`` with ``mocks`` (a new ``MiniClusterMocks`` by default), and
     the monitor that records each registration's options; returns the mocks."""
     mocks = mocks if mocks is not None else MiniClusterMocks()
+    mocks.preview = preview
     pulumi.runtime.set_mocks(
         mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks)
     )

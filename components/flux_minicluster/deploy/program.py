@@ -106,6 +106,8 @@ def main(project_root: Path | None = None) -> None:
     child_opts = pulumi.ResourceOptions(provider=provider, depends_on=depends)
 
     extra: MiniClusterArgs = {}
+    if config.curve_cert is not None:
+        extra = {"curve_cert": pulumi.Output.secret(config.curve_cert)}
     if reference is not None and gate is not None:
         extra = {
             "curve_cert": reference.require_output("curveCert"),

@@ -191,6 +191,8 @@ class RegistrationRecorder(pulumi.runtime.Mocks):
         self.command_stdout = command_stdout
         self.stack_references = dict(stack_references or {})
         self.resources: list[RecordedResource] = []
+        self.preview = False
+        """Whether the run is a preview (set by ``run_program``)."""
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -256,7 +258,9 @@ class RegistrationRecorder(pulumi.runtime.Mocks):
 
     def _command_outputs(self, args: MockResourceArgs) -> dict[str, Any]:
         # A preview does not run the Command: its stdout is unknown, as in a real first preview.
-        if self.command_stdout is None or pulumi.runtime.is_dry_run():
+        # (Whether this is a preview is the run's, not read from the SDK here: the mock monitor
+        # may answer on a thread that does not see the program's settings.)
+        if self.command_stdout is None or self.preview:
             return {}
         stdout = (
             self.command_stdout
@@ -349,6 +353,7 @@ def run_program(
     """
     # A fresh root Stack: set_mocks only makes one when there is none.
     pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
+    mocks.preview = preview
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     if config is not None:

@@ -124,6 +124,15 @@ class StackConfig(ConfigModel):
     minicluster: MiniClusterConfig
     keygen: KeygenConfig = Field(default_factory=KeygenConfig)
     bursting: BurstingConfig = Field(default_factory=BurstingConfig)
+    # A certificate from your secret store instead of the keygen Command's:
+    # `pulumi config set --secret flux-minicluster:curveCert -- "$(cat curve.cert)"`.
+    curve_cert: str | None = None
+
+    @model_validator(mode="after")
+    def _own_certificate(self) -> StackConfig:
+        if self.curve_cert is not None and self.bursting.role == "burst":
+            raise ValueError("curveCert: a burst uses its root's certificate; leave it out")
+        return self
 
     def load_spec(self, root: Path) -> dict[str, Any]:
         """The MiniCluster document (inline or from ``file``, relative to the project)."""

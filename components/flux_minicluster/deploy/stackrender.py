@@ -137,6 +137,9 @@ def read_stack_config(project: Project, stack: str) -> tuple[dict[str, Any], lis
     values: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping) and set(value) == {"secure"}:
+            if key == f"{PROJECT}:curveCert":
+                notes.append(f"{key} is a secret; the builtin keygen makes a certificate instead")
+                continue
             notes.append(f"{key} is a secret; rendered with the stand-in {SECURE_STAND_IN!r}")
             value = SECURE_STAND_IN
         values[str(key)] = value
