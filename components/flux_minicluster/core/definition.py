@@ -12,11 +12,21 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from flux_minicluster.core.errors import Problem
 from flux_minicluster.core.spec import MiniClusterSpec
 
-__all__ = ["DEFAULT_NAMESPACE", "MiniClusterDefinition", "ObjectNames"]
+__all__ = ["DEFAULT_NAMESPACE", "MiniClusterDefinition", "ObjectNames", "claim_name"]
 
 DEFAULT_NAMESPACE = "default"
+
+
+def claim_name(cluster: str, volume: str) -> str:
+    """The claim of an operator-made volume (``spec.volumes.<volume>``).
+
+    The operator named it ``<volume>-claim``, and its PersistentVolume ``<volume>``, which
+    collide between two MiniClusters (and the volume, cluster-scoped, across namespaces).
+    """
+    return f"{cluster}-{volume}"
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,29 @@ class ObjectNames:
         """The short hostname of broker ``index`` (the Job controller's ``<name>-<index>``)."""
         return f"{self.cluster}-{index}"
 
+    def claim(self, volume: str) -> str:
+        return claim_name(self.cluster, volume)
+
+    def persistent_volume(self, volume: str) -> str:
+        """Cluster-scoped, so the namespace is part of the name."""
+        return f"{self.namespace}-{self.cluster}-{volume}"
+
+    @property
+    def restful_service(self) -> str:
+        return f"{self.cluster}-restful"
+
+    @property
+    def restful_secret(self) -> str:
+        return f"{self.cluster}-restful"
+
+    @property
+    def munge_secret(self) -> str:
+        return f"{self.cluster}-munge"
+
+    @property
+    def users_secret(self) -> str:
+        return f"{self.cluster}-users"
+
 
 @dataclass(frozen=True)
 class MiniClusterDefinition:
@@ -78,6 +111,9 @@ class MiniClusterDefinition:
     spec: MiniClusterSpec
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[Problem, ...] = ()
+    """What is accepted but deserves a word: a v1alpha1 field in a v1alpha2 document, a field
+    the v1alpha1 API ignored. The CLI prints them; the component logs them."""
 
     @functools.cached_property
     def names(self) -> ObjectNames:

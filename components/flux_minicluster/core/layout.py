@@ -21,10 +21,31 @@ SOFTWARE_DIR: Final = "/opt/software"
 # Fallback $HOME when the image's home is "/".
 HOME_DIR: Final = "/home/flux-operator"
 
+# v1alpha1 multi-user mode and the RESTful server: the MiniCluster's generated credentials (the
+# RESTful Secret, the users Secret) are mounted read-only here, one file per key, and the munge
+# key here; the entrypoint installs the munge key where munged wants it, owned by munge, 0400.
+CREDENTIALS_DIR: Final = "/mnt/flux-credentials"
+MUNGE_DIR: Final = "/mnt/munge"
+MUNGE_KEY: Final = "munge.key"
+# Keys of the RESTful Secret (and the file names they are mounted as).
+RESTFUL_USER: Final = "restful-user"
+RESTFUL_TOKEN: Final = "restful-token"
+RESTFUL_SECRET_KEY: Final = "restful-secret-key"
+# v1alpha1's curveCertSecret: the key that holds the certificate in the user's Secret.
+V1ALPHA1_CURVE_KEY: Final = "curve-cert"
+
+
+def user_password(user: str) -> str:
+    """The users Secret's key (and file name) holding ``user``'s password."""
+    return f"password-{user}"
+
+
 # Fixed pod volume names.
 SOFTWARE_VOLUME: Final = "spack-software"
 HOME_VOLUME: Final = "flux-operator-home"
 CURVE_VOLUME: Final = "curve-cert"
+CREDENTIALS_VOLUME: Final = "flux-credentials"
+MUNGE_VOLUME: Final = "munge-key"
 # The entrypoint ConfigMap volume is named after the ConfigMap (<name>-entrypoint); the flux view
 # emptyDir after flux.container.name (flux-view), as the operator names them.
 

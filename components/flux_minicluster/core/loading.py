@@ -9,19 +9,30 @@ derives from one is computed once, in ``plan``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from flux_minicluster.core import documents, yamlio
-from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition
+from flux_minicluster.core import documents, v1alpha1, yamlio
+from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.spec import API_GROUP, API_VERSION, KIND, Metadata, MiniClusterSpec
+from flux_minicluster.core.spec import (
+    API_VERSION,
+    API_VERSION_V1ALPHA1,
+    KIND,
+    VERSION_CONTEXT,
+    Container,
+    Metadata,
+    MiniClusterSpec,
+)
 from flux_minicluster.core.validation import check_semantics, key_path, translate_errors
 
 # Checks that need a name run with this one when the document has none (its problem is reported).
 _STAND_IN_NAME = "minicluster"
+# The "version" of a spec given as the internal model itself (the component takes one).
+_INTERNAL = "internal"
 
 __all__ = ["load_file", "load_one", "load_text", "parse", "revalidate", "with_lead_address"]
 
@@ -98,15 +109,16 @@ def parse(
         )
     resolved_namespace = namespace or metadata.namespace or default_namespace or DEFAULT_NAMESPACE
 
+    api_version = _api_version(document)
+    warnings: list[Problem] = []
     spec: MiniClusterSpec | None = None
     if spec_data is not None:
         if not isinstance(spec_data, Mapping):
             problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
         else:
-            try:
-                spec = MiniClusterSpec.model_validate(spec_data)
-            except ValidationError as err:
-                problems += translate_errors(err, prefix, MiniClusterSpec)
+            spec = _validate_spec(
+                spec_data, api_version, resolved_name or _STAND_IN_NAME, problems, warnings
+            )
     if spec is not None and lead_address is not None:
         try:
             spec = with_lead_address(spec, lead_address)
@@ -122,6 +134,7 @@ def parse(
             spec=spec,
             labels=dict(metadata.labels),
             annotations=dict(metadata.annotations),
+            warnings=tuple(warnings),
         )
         problems += [
             p for p in check_semantics(definition) if resolved_name or p.path != "metadata.name"
@@ -129,6 +142,76 @@ def parse(
     if problems or definition is None or not resolved_name:
         raise SpecError(sorted(set(problems), key=problems.index), source=source)
     return definition
+
+
+def _api_version(document: Mapping[str, Any] | MiniClusterSpec) -> str:
+    """The API version a document was written for: a bare spec is v1alpha2; a model is the
+    internal one already (``_INTERNAL``: no conversion, and v1alpha1 features allowed)."""
+    if isinstance(document, MiniClusterSpec):
+        return _INTERNAL
+    if isinstance(document, Mapping) and documents.is_document(document):
+        api = document.get("apiVersion")
+        if api == API_VERSION_V1ALPHA1:
+            return API_VERSION_V1ALPHA1
+    return API_VERSION
+
+
+def _validate_spec(
+    data: Mapping[str, Any],
+    api_version: str,
+    name: str,
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> MiniClusterSpec | None:
+    """The internal model of a spec of either version; problems and warnings appended."""
+    if api_version == API_VERSION_V1ALPHA1:
+        try:
+            data, converted = v1alpha1.convert(data, name)
+        except ValidationError as err:
+            problems += translate_errors(err, "spec", None)
+            return None
+        warnings += converted
+    elif api_version == API_VERSION and "volumes" in data:
+        warnings.append(
+            Problem(
+                "spec.volumes",
+                "is a v1alpha1 field, which the operator's v1alpha2 controller drops; here it "
+                "creates the volumes and claims as v1alpha1 did",
+            )
+        )
+    # The internal model takes every feature; only a v1alpha2 document is refused v1alpha1's.
+    context = API_VERSION if api_version == API_VERSION else API_VERSION_V1ALPHA1
+    try:
+        spec = MiniClusterSpec.model_validate(data, context={VERSION_CONTEXT: context})
+    except ValidationError as err:
+        problems += translate_errors(err, "spec", MiniClusterSpec)
+        return None
+    return operator_volume_claims(spec, name)
+
+
+def operator_volume_claims(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
+    """Each container volume named after a ``spec.volumes`` entry, with no source of its own,
+    mounts that volume's claim (``<name>-<volume>``), as v1alpha1 containers referred to them."""
+    if not spec.volumes:
+        return spec
+
+    def claims(containers: list[Container]) -> list[Container]:
+        out = []
+        for container in containers:
+            volumes = {
+                key: (
+                    volume.model_copy(update={"claim_name": claim_name(name, key)})
+                    if key in spec.volumes and volume.kind == "scratch"
+                    else volume
+                )
+                for key, volume in container.volumes.items()
+            }
+            out.append(container.model_copy(update={"volumes": volumes}))
+        return out
+
+    return spec.model_copy(
+        update={"containers": claims(spec.containers), "services": claims(spec.services)}
+    )
 
 
 def with_lead_address(spec: MiniClusterSpec, address: str) -> MiniClusterSpec:
@@ -155,17 +238,30 @@ def load_text(
     namespace: str | None = None,
     default_namespace: str | None = None,
 ) -> list[MiniClusterDefinition]:
-    """Every MiniCluster in a YAML stream; all documents must be MiniClusters."""
-    docs = yamlio.load_documents(text, source)
+    """Every MiniCluster in a YAML stream; all documents must be MiniClusters.
+
+    A duplicate key is an error, except in a stream of v1alpha1 documents, where it is a
+    warning and the last value wins (the operator's own v1alpha1 examples have one).
+    """
+    duplicates: list[str] = []
+    docs = yamlio.load_documents(text, source, duplicates=duplicates)
+    legacy = bool(docs) and all(_api_version(d) == API_VERSION_V1ALPHA1 for d in docs)
+    if duplicates and not legacy:
+        raise SpecError([Problem("", f"invalid YAML: {d}") for d in duplicates], source=source)
     if not docs:
         raise SpecError(Problem("", "empty file: no MiniCluster in it"), source=source)
     problems: list[Problem] = []
     found: list[MiniClusterDefinition] = []
     for i, doc in enumerate(docs):
         try:
-            found.append(
-                parse(doc, name=name, namespace=namespace, default_namespace=default_namespace)
-            )
+            mc = parse(doc, name=name, namespace=namespace, default_namespace=default_namespace)
+            if duplicates:
+                extra = tuple(
+                    Problem("", f"{d} (the last one is used, as the operator's API read it)")
+                    for d in duplicates
+                )
+                mc = replace(mc, warnings=(*extra, *mc.warnings))
+            found.append(mc)
         except SpecError as err:
             where = "" if len(docs) == 1 else f"document[{i}]"
             problems += [Problem(_join(where, p.path), p.message) for p in err.problems]
@@ -226,17 +322,13 @@ def _check_header(document: Mapping[str, Any]) -> list[Problem]:
     if kind is not None and kind != KIND:
         problems.append(Problem("kind", f"must be {KIND!r}, got {kind!r}"))
     api = document.get("apiVersion")
-    if api is not None and api != API_VERSION:
-        if isinstance(api, str) and api == f"{API_GROUP}/v1alpha1":
-            problems.append(
-                Problem(
-                    "apiVersion",
-                    f"v1alpha1 is not supported; move the spec to {API_VERSION} "
-                    "(the errors below name each field that changed)",
-                )
+    if api is not None and api not in (API_VERSION, API_VERSION_V1ALPHA1):
+        problems.append(
+            Problem(
+                "apiVersion",
+                f"must be {API_VERSION!r} (or the older {API_VERSION_V1ALPHA1!r}), got {api!r}",
             )
-        else:
-            problems.append(Problem("apiVersion", f"must be {API_VERSION!r}, got {api!r}"))
+        )
     for key in document:
         if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
             problems.append(

@@ -20,7 +20,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-__all__ = ["ALL", "CURVE_CERT", "CURVE_PUBLIC_KEY", "LEAD_ADDRESS", "LEAD_NAME", "find"]
+__all__ = [
+    "ALL",
+    "CURVE_CERT",
+    "CURVE_PUBLIC_KEY",
+    "LEAD_ADDRESS",
+    "LEAD_NAME",
+    "MUNGE_KEY",
+    "RESTFUL_SECRET_KEY",
+    "RESTFUL_TOKEN",
+    "find",
+    "password",
+]
 
 # The whole certificate text: the curve Secret's ``stringData["curve.cert"]``.
 CURVE_CERT: Final = "MINICLUSTER_PLACEHOLDER_CURVE_CERT"
@@ -32,7 +43,27 @@ LEAD_ADDRESS: Final = "fluxminiclusterleadaddress"
 # A bursted cluster's lead MiniCluster name, when it comes from the root stack's outputs.
 LEAD_NAME: Final = "fluxminiclusterleadname"
 
-ALL: Final = (CURVE_CERT, CURVE_PUBLIC_KEY, LEAD_ADDRESS, LEAD_NAME)
+# v1alpha1's secrets derived from the certificate (core/credentials.py), while it is an Output.
+RESTFUL_TOKEN: Final = "MINICLUSTER_PLACEHOLDER_RESTFUL_TOKEN"
+RESTFUL_SECRET_KEY: Final = "MINICLUSTER_PLACEHOLDER_RESTFUL_SECRET_KEY"
+MUNGE_KEY: Final = "MINICLUSTER_PLACEHOLDER_MUNGE_KEY"
+PASSWORD_PREFIX: Final = "MINICLUSTER_PLACEHOLDER_PASSWORD_"
+
+
+def password(user: str) -> str:
+    """The token for ``user``'s generated password (the name hex-encoded: any user name fits)."""
+    return PASSWORD_PREFIX + user.encode().hex()
+
+
+ALL: Final = (
+    CURVE_CERT,
+    CURVE_PUBLIC_KEY,
+    LEAD_ADDRESS,
+    LEAD_NAME,
+    RESTFUL_TOKEN,
+    RESTFUL_SECRET_KEY,
+    MUNGE_KEY,
+)
 
 
 def find(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -47,6 +78,12 @@ def find(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
             # as a whole word so that one token is never reported as the other.
             if _contains_token(value, token):
                 yield path, token
+        start = value.find(PASSWORD_PREFIX)
+        if start != -1:
+            end = start + len(PASSWORD_PREFIX)
+            while end < len(value) and value[end] in "0123456789abcdef":
+                end += 1
+            yield path, value[start:end]
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from find(item, f"{path}.{key}" if path else str(key))

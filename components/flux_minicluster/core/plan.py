@@ -24,7 +24,9 @@ from flux_minicluster.core.spec import (
     BurstedCluster,
     Container,
     FluxBroker,
+    FluxUser,
     MiniClusterSpec,
+    OperatorVolume,
 )
 
 __all__ = [
@@ -61,11 +63,13 @@ class Mode(enum.StrEnum):
     """A command is given but the broker stays up without running it; users submit work."""
     PERSISTENT = "persistent"
     """No command: the broker stays up until ``flux shutdown`` or deletion."""
+    RESTFUL = "restful"
+    """v1alpha1 without a command: rank 0 serves the Flux RESTful API, which takes the work."""
 
     @property
     def persistent(self) -> bool:
         """The cluster never completes on its own, so nothing may wait for it to."""
-        return self in (Mode.INTERACTIVE, Mode.PERSISTENT)
+        return self in (Mode.INTERACTIVE, Mode.PERSISTENT, Mode.RESTFUL)
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,26 @@ class ConfigPaths:
 
 
 @dataclass(frozen=True)
+class OperatorVolumePlan:
+    """A ``spec.volumes`` entry with the names of the PersistentVolume and claim made for it."""
+
+    key: str
+    volume: OperatorVolume
+    persistent_volume: str
+    claim: str
+
+
+@dataclass(frozen=True)
+class MultiUser:
+    """v1alpha1 multi-user mode: users in every pod, munge, and flux-imp to run their jobs."""
+
+    users: tuple[str, ...]
+    """The users to create, each with its password in the users Secret."""
+    generated_passwords: tuple[str, ...]
+    """Those whose password the MiniCluster makes (the spec gives none)."""
+
+
+@dataclass(frozen=True)
 class MiniClusterPlan:
     """A validated MiniCluster and every fact derived from it, each computed once."""
 
@@ -121,6 +145,16 @@ class MiniClusterPlan:
     """The bursting group this cluster belongs to (the lead's name), None when it has none."""
     network_policy: bool
     """Whether the MiniCluster wants its NetworkPolicy (its metadata may opt out)."""
+    operator_volumes: tuple[OperatorVolumePlan, ...] = ()
+    """v1alpha1's operator-made volumes: a PersistentVolume and a claim each."""
+    multi_user: MultiUser | None = None
+    munge_secret: str | None = None
+    """The Secret with the munge key brokers need (the spec's flux.mungeSecret, or the one the
+    MiniCluster makes for multi-user mode); None when nothing needs munge."""
+    flux_user: FluxUser | None = None
+    """v1alpha1: the user the broker runs as (None: the container's own user)."""
+    install_root: str | None = None
+    """v1alpha1: where Flux is installed in the application image."""
 
     @property
     def name(self) -> str:
@@ -190,6 +224,14 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
         quorum=_quorum(spec),
         burst_group=_burst_group(spec, definition.name),
         network_policy=definition.annotations.get(NETWORK_POLICY_ANNOTATION) != "false",
+        operator_volumes=tuple(
+            OperatorVolumePlan(key, volume, names.persistent_volume(key), names.claim(key))
+            for key, volume in spec.volumes.items()
+        ),
+        multi_user=_multi_user(spec),
+        munge_secret=spec.flux.munge_secret or (names.munge_secret if spec.users else None),
+        flux_user=_flux_user(spec.containers[flux_index]),
+        install_root=spec.flux.install_root,
     )
 
 
@@ -207,6 +249,8 @@ def _role(spec: MiniClusterSpec) -> Role:
 
 def _mode(spec: MiniClusterSpec, flux: Container) -> Mode:
     if not (flux.command or flux.commands.script):
+        if spec.flux_restful is not None and not spec.interactive:
+            return Mode.RESTFUL
         return Mode.PERSISTENT
     if spec.interactive:
         return Mode.INTERACTIVE
@@ -215,6 +259,22 @@ def _mode(spec: MiniClusterSpec, flux: Container) -> Mode:
     if flux.launcher:
         return Mode.LAUNCHER
     return Mode.SUBMIT
+
+
+def _multi_user(spec: MiniClusterSpec) -> MultiUser | None:
+    if not spec.users:
+        return None
+    return MultiUser(
+        users=tuple(u.name for u in spec.users),
+        generated_passwords=tuple(u.name for u in spec.users if u.password is None),
+    )
+
+
+def _flux_user(flux: Container) -> FluxUser | None:
+    """The broker's user: the spec's fluxUser (v1alpha1), unless it runs Flux as root."""
+    if flux.flux_user is None or flux.commands.run_flux_as_root:
+        return None
+    return flux.flux_user
 
 
 def _quorum(spec: MiniClusterSpec) -> int | None:

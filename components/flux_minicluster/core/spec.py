@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from flux_minicluster.core import layout
@@ -22,7 +29,14 @@ from flux_minicluster.core.quantity import parse_quantity
 
 API_GROUP = "flux-framework.org"
 API_VERSION = f"{API_GROUP}/v1alpha2"
+API_VERSION_V1ALPHA1 = f"{API_GROUP}/v1alpha1"
 KIND = "MiniCluster"
+# Validation context key: the API version a document was written for. Fields only the older
+# v1alpha1 API has (kept in this one model as features: see core/v1alpha1.py) are refused in a
+# v1alpha2 document, with a pointer to the version that has them.
+VERSION_CONTEXT = "apiVersion"
+DEFAULT_INSTALL_ROOT = "/usr"
+DEFAULT_RESTFUL_PORT = 5000
 
 DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"
@@ -43,6 +57,31 @@ class SpecModel(BaseModel):
         strict=True,
         validate_default=False,
     )
+
+
+# What a v1alpha2 document offers instead of each v1alpha1 feature it may not set.
+V1ALPHA1_HINTS: dict[str, str] = {
+    "users": "in v1alpha2 Flux runs as the container's user (securityContext.runAsUser)",
+    "fluxRestful": "in v1alpha2 run flux-restful-api as a launcher command or a sidecar",
+    "cores": "in v1alpha2 Flux discovers cores with hwloc (set resources.limits.cpu)",
+    "diagnostics": "in v1alpha2 run flux overlay status or flux dmesg in commands.pre",
+    "fluxUser": "in v1alpha2 Flux runs as the container's user (securityContext.runAsUser)",
+    "runFluxAsRoot": "in v1alpha2 set the container's securityContext.runAsUser: 0",
+    "installRoot": "in v1alpha2 set flux.container.disable to use the image's own Flux",
+    "curveCertSecret": "in v1alpha2 use flux.curveCert (or let the keygen make one)",
+}
+
+
+def v1alpha1_only(value: object, info: ValidationInfo) -> object:
+    """A field validator for the fields only v1alpha1 documents may set (see VERSION_CONTEXT)."""
+    if (info.context or {}).get(VERSION_CONTEXT, API_VERSION) == API_VERSION:
+        name = to_camel(info.field_name or "")
+        hint = V1ALPHA1_HINTS.get(name, "")
+        raise ValueError(
+            f"field of the older v1alpha1 API (set apiVersion: {API_VERSION_V1ALPHA1} to use it)"
+            + (f"; {hint}" if hint else "")
+        )
+    return value
 
 
 def _check_quantities(values: dict[str, QuantityValue]) -> dict[str, QuantityValue]:
@@ -253,6 +292,12 @@ class FluxSpec(SpecModel):
     bursting: Bursting = Field(default_factory=Bursting)
     broker_config: str | None = None
     environment: dict[str, str] = Field(default_factory=dict)
+    # v1alpha1: Flux installed in the application image under this prefix (there is no view).
+    install_root: str | None = None
+    # v1alpha1: an existing Secret with the certificate under the key "curve-cert".
+    curve_cert_secret: str | None = None
+
+    _legacy = field_validator("install_root", "curve_cert_secret")(v1alpha1_only)
 
 
 class Commands(SpecModel):
@@ -264,6 +309,10 @@ class Commands(SpecModel):
     prefix: str | None = None
     script: str | None = None
     service_pre: str | None = None
+    # v1alpha1: run the broker as root rather than as the Flux user.
+    run_flux_as_root: bool = False
+
+    _legacy = field_validator("run_flux_as_root")(v1alpha1_only)
 
 
 class LifeCycle(SpecModel):
@@ -319,6 +368,13 @@ class ContainerVolume(SpecModel):
         return "scratch"
 
 
+class FluxUser(SpecModel):
+    """v1alpha1: the user the broker runs as (created in the container when missing)."""
+
+    name: str = "flux"
+    uid: int = 1000
+
+
 class Container(SpecModel):
     image: str = DEFAULT_APP_IMAGE
     name: str | None = None
@@ -341,6 +397,12 @@ class Container(SpecModel):
     resources: Resources | None = None
     commands: Commands = Field(default_factory=Commands)
     security_context: SecurityContext | None = None
+    # v1alpha1 features.
+    cores: int | None = None
+    diagnostics: bool = False
+    flux_user: FluxUser | None = None
+
+    _legacy = field_validator("cores", "diagnostics", "flux_user")(v1alpha1_only)
 
     @property
     def pull_policy(self) -> str:
@@ -350,6 +412,57 @@ class Container(SpecModel):
     def wrapped(self) -> bool:
         """A sidecar gets our start-<i>.sh entrypoint unless it keeps its image's entrypoint."""
         return not self.run_flux and not self.no_wrap_entrypoint
+
+
+class OperatorVolume(SpecModel):
+    """v1alpha1's ``spec.volumes.<name>``: a PersistentVolume and a claim the MiniCluster creates.
+
+    ``hostpath`` (the storage class) makes a hostPath volume on the node; any other class a CSI
+    volume (``driver``, ``volumeHandle``, ``attributes``, and ``secret`` for the driver's
+    node-publish, controller-publish and node-stage secrets). Containers mount it by name.
+    """
+
+    path: str
+    storage_class: str = "hostpath"
+    capacity: str = "5Gi"
+    delete: bool = True
+    driver: str | None = None
+    volume_handle: str | None = None
+    attributes: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    claim_annotations: dict[str, str] = Field(default_factory=dict)
+    secret: str | None = None
+    secret_namespace: str = "default"
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity(cls, value: str) -> str:
+        parse_quantity(value)
+        return value
+
+    @property
+    def host_path(self) -> bool:
+        return self.storage_class == "hostpath"
+
+
+class User(SpecModel):
+    """v1alpha1 multi-user mode: a user created in every pod (and in the RESTful server)."""
+
+    name: str
+    # None: a password is generated once and kept in the MiniCluster's users Secret.
+    password: str | None = None
+
+
+class FluxRestful(SpecModel):
+    """v1alpha1: the Flux RESTful API server rank 0 runs when there is no command."""
+
+    branch: str = "main"
+    port: int = DEFAULT_RESTFUL_PORT
+    # None: generated once and kept in the MiniCluster's RESTful Secret.
+    secret_key: str | None = None
+    username: str | None = None
+    token: str | None = None
 
 
 class MiniClusterSpec(SpecModel):
@@ -370,6 +483,13 @@ class MiniClusterSpec(SpecModel):
     tasks: int = 1
     deadline_seconds: int = DEFAULT_DEADLINE_SECONDS
     pod: PodSpec = Field(default_factory=PodSpec)
+    # v1alpha1 features. ``volumes`` is also read from a v1alpha2 document (with a warning): the
+    # operator's own v1alpha2 examples carry it, and its controller drops it silently.
+    volumes: dict[str, OperatorVolume] = Field(default_factory=dict)
+    users: list[User] = Field(default_factory=list)
+    flux_restful: FluxRestful | None = None
+
+    _legacy = field_validator("users", "flux_restful")(v1alpha1_only)
 
     @model_validator(mode="after")
     def _operator_defaults(self) -> MiniClusterSpec:

@@ -22,34 +22,23 @@ from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
 from flux_minicluster.core.spec import BurstedCluster, Container, ContainerVolume
 
-# Fields of the older v1alpha1 API, and what replaced them, keyed by the model they sat on.
+# Fields a v1alpha1 document spells differently (core/v1alpha1.py converts them), and what a
+# v1alpha2 document writes instead, keyed by the model they sat on. The v1alpha1 features the one
+# internal model keeps (users, fluxRestful, cores, ...) are refused by the model itself in a
+# v1alpha2 document (spec.v1alpha1_only).
 V1ALPHA1_FIELDS: dict[str, dict[str, str]] = {
     "MiniClusterSpec": {
-        "users": "v1alpha1 multi-user mode was removed in v1alpha2; Flux runs as the container's "
-        "user (set containers[].securityContext.runAsUser)",
-        "fluxRestful": "the built-in flux-restful server was removed in v1alpha2; run "
-        "flux-restful-api as a launcher command or a sidecar container",
-        "volumes": "v1alpha2 does not create PersistentVolumes; create the PVC yourself and mount "
-        "it with containers[].volumes.<name>.claimName",
-        "test": "removed in v1alpha2; use logging.quiet",
+        "test": "replaced by logging.quiet",
+        "localDeploy": "the operator's switch for its own internal volume; nothing uses it",
     },
     "Container": {
-        "cores": "removed in v1alpha2; Flux discovers cores with hwloc, set resources.limits.cpu",
-        "diagnostics": "removed in v1alpha2; run flux overlay status or flux dmesg in commands.pre",
-        "fluxUser": "removed in v1alpha2; Flux runs as the container's user "
-        "(set securityContext.runAsUser)",
         "preCommand": "replaced by commands.pre",
         "fluxOptionFlags": "replaced by flux.optionFlags",
         "fluxLogLevel": "replaced by flux.logLevel",
         "existingVolumes": "replaced by volumes (containers[].volumes.<name>)",
-        "runFluxAsRoot": "removed in v1alpha2; set securityContext.runAsUser: 0",
-    },
-    "Commands": {
-        "runFluxAsRoot": "removed in v1alpha2; set the container's securityContext.runAsUser: 0",
-    },
-    "FluxSpec": {
-        "installRoot": "removed in v1alpha2; Flux comes from the flux view (flux.container)",
-        "curveCertSecret": "replaced by flux.curveCert (or let the keygen make one)",
+        "runFluxAsRoot": "moved to commands.runFluxAsRoot (v1alpha1), or set "
+        "securityContext.runAsUser: 0",
+        "postStartExec": "replaced by lifeCycle.postStartExec",
     },
 }
 

@@ -25,10 +25,12 @@ MAX_EXPANDED_NODES = 100_000
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that counts aliases and depth, and refuses duplicate mapping keys."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, duplicates: list[str] | None = None) -> None:
         super().__init__(stream)
         self._aliases = 0
         self._depth = 0
+        # Where to note duplicate keys (the last one wins) instead of refusing them.
+        self._duplicates = duplicates
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -57,10 +59,13 @@ class _StrictLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: let PyYAML report it
                 break
             if duplicate:
-                raise yaml.YAMLError(
+                message = (
                     f"line {key_node.start_mark.line + 1}: duplicate key {key!r}; "
                     "each key may appear once"
                 )
+                if self._duplicates is None:
+                    raise yaml.YAMLError(message)
+                self._duplicates.append(message)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -80,15 +85,20 @@ def decode(data: bytes, source: str) -> str:
         ) from None
 
 
-def load_documents(text: str, source: str) -> list[Any]:
-    """Every document in a YAML stream, as plain Python values; empty documents are dropped."""
+def load_documents(text: str, source: str, *, duplicates: list[str] | None = None) -> list[Any]:
+    """Every document in a YAML stream, as plain Python values; empty documents are dropped.
+
+    A duplicate key is an error, unless ``duplicates`` is given: then each is noted there and
+    the last value wins, as PyYAML and older Kubernetes tooling read it (for v1alpha1 documents,
+    which the operator's own examples wrote that way).
+    """
     if len(text) > MAX_BYTES:
         raise SpecError(
             Problem("", f"document is {len(text)} characters; at most {MAX_BYTES} are accepted"),
             source=source,
         )
     try:
-        loader = _StrictLoader(text)
+        loader = _StrictLoader(text, duplicates)
         try:
             docs = []
             while loader.check_data():  # type: ignore[no-untyped-call]

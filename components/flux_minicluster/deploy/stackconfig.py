@@ -192,7 +192,8 @@ ARM_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:arm-jammy"
 def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
     """Validate the project's config values (keys without the ``flux-minicluster:`` prefix)."""
     problems: list[Problem] = []
-    known = set(StackConfig.model_fields)
+    # The keys as a stack file spells them (``curveCert``), not the Python field names.
+    known = {field.alias or name for name, field in StackConfig.model_fields.items()}
     for key in values:
         if key not in known:
             problems.append(

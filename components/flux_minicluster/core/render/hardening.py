@@ -81,9 +81,17 @@ def init_context(user: SecurityContext | None) -> dict[str, Any]:
     return container_context(user, ("ALL",), read_only_root=True)
 
 
-def flux_context(user: SecurityContext | None) -> dict[str, Any]:
-    """The Flux container: NET_RAW dropped and no escalation; the rest is the image's."""
-    return container_context(user, FLUX_DROPPED, read_only_root=False)
+def flux_context(user: SecurityContext | None, *, setuid: bool = False) -> dict[str, Any]:
+    """The Flux container: NET_RAW dropped and no escalation; the rest is the image's.
+
+    ``setuid``: v1alpha1's multi-user mode runs each user's job through flux-imp, a setuid
+    helper, which no-new-privileges would defeat; escalation is left to the image there
+    (unless the spec itself forbids it).
+    """
+    context = container_context(user, FLUX_DROPPED, read_only_root=False)
+    if setuid and (user is None or user.allow_privilege_escalation is None):
+        context.pop("allowPrivilegeEscalation", None)
+    return context
 
 
 def init_resources(user: Resources | None, rendered: dict[str, Any] | None) -> dict[str, Any]:

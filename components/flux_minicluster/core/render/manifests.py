@@ -41,9 +41,10 @@ from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout, placeholders
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.plan import MiniClusterPlan, Role
-from flux_minicluster.core.render import kube, network, pod, volumes
+from flux_minicluster.core.plan import MiniClusterPlan, Mode, Role
+from flux_minicluster.core.render import credentials, kube, meta, network, pod, storage, volumes
 from flux_minicluster.core.render.scripts import entrypoint_data
+from flux_minicluster.core.spec import DEFAULT_RESTFUL_PORT
 
 __all__ = [
     "WAIT_MODES",
@@ -67,37 +68,12 @@ WAIT_MODES: Final[tuple[str, ...]] = get_args(Wait)
 # --- shared pieces --------------------------------------------------------------------------
 
 
-def _labels(plan: MiniClusterPlan) -> dict[str, str]:
-    """Labels on every object: the MiniCluster's own metadata labels, then ours (which win).
-
-    There is no MiniCluster object in the cluster to carry the user's labels, so its children do.
-    """
-    return {
-        **plan.definition.labels,
-        lbl.NAME_LABEL: plan.name,
-        lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
-        lbl.CLUSTER_LABEL: plan.name,
-    }
-
-
 def _burst_labels(plan: MiniClusterPlan) -> dict[str, str]:
     """Our labels plus the burst group (named after the lead) for a root or bursted cluster."""
-    labels = _labels(plan)
+    labels = meta.labels(plan)
     if plan.burst_group is not None:
         labels[lbl.BURST_GROUP_LABEL] = plan.burst_group
     return labels
-
-
-def _metadata(
-    plan: MiniClusterPlan,
-    name: str,
-    labels: dict[str, str],
-    annotations: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": plan.namespace, "labels": labels}
-    if annotations:
-        meta["annotations"] = annotations
-    return meta
 
 
 def await_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
@@ -139,7 +115,7 @@ def _config_map(plan: MiniClusterPlan, data: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(plan, plan.names.entrypoint, _burst_labels(plan)),
+        "metadata": meta.metadata(plan, plan.names.entrypoint, _burst_labels(plan)),
         "data": data,
     }
 
@@ -158,7 +134,7 @@ def _curve_secret(plan: MiniClusterPlan, text: str, public_key: str) -> dict[str
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(
+        "metadata": meta.metadata(
             plan,
             plan.names.curve_secret,
             _burst_labels(plan),
@@ -178,7 +154,7 @@ def _services_pod(plan: MiniClusterPlan) -> dict[str, Any]:
     scheduler would wait for a group this pod is not part of), no overhead, no host namespaces.
     """
     services = plan.spec.services
-    metadata = _metadata(plan, plan.names.services_pod, pod.services_pod_labels(plan))
+    metadata = meta.metadata(plan, plan.names.services_pod, pod.services_pod_labels(plan))
     if plan.spec.pod.annotations:
         metadata["annotations"] = dict(plan.spec.pod.annotations)
     spec: dict[str, Any] = {
@@ -218,7 +194,7 @@ def _headless_service(plan: MiniClusterPlan) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(plan, plan.names.headless_service, _labels(plan)),
+        "metadata": meta.metadata(plan, plan.names.headless_service, meta.labels(plan)),
         "spec": spec,
     }
 
@@ -228,7 +204,7 @@ def _services_headless_service(plan: MiniClusterPlan) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(plan, plan.names.services_pod, _labels(plan)),
+        "metadata": meta.metadata(plan, plan.names.services_pod, meta.labels(plan)),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -255,7 +231,7 @@ def _sidecar_services(plan: MiniClusterPlan) -> list[dict[str, Any]]:
             {
                 "apiVersion": "v1",
                 "kind": "Service",
-                "metadata": _metadata(plan, container.name or "", _labels(plan)),
+                "metadata": meta.metadata(plan, container.name or "", meta.labels(plan)),
                 "spec": {
                     "type": "ClusterIP",
                     "selector": {lbl.NAME_LABEL: plan.name, lbl.HPA_SELECTOR_LABEL: plan.name},
@@ -356,7 +332,9 @@ def _job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(plan, plan.name, {**s.job_labels, **_labels(plan)}, annotations),
+        "metadata": meta.metadata(
+            plan, plan.name, {**s.job_labels, **meta.labels(plan)}, annotations
+        ),
         "spec": spec,
     }
 
@@ -375,7 +353,12 @@ class Rendering:
     plan: MiniClusterPlan
     entrypoint: Manifest
     """ConfigMap ``<name>-entrypoint``: scripts, broker.toml, hostlist."""
-    curve_secret: Manifest
+    curve_secret: Manifest | None
+    """None when the spec names its own (v1alpha1's ``curveCertSecret``)."""
+    credentials: tuple[Manifest, ...]
+    """v1alpha1: the RESTful server's, the users' and the munge key's Secrets."""
+    volumes: tuple[Manifest, ...]
+    """v1alpha1's operator-made volumes: each PersistentVolume, then its claim."""
     network_policies: tuple[Manifest, ...]
     """The mesh's NetworkPolicy, and a bursting root's lead policy (none when opted out)."""
     services_pod: Manifest | None
@@ -383,6 +366,8 @@ class Rendering:
     services_service: Manifest | None
     """With minimalService and services: the headless Service that names the services Pod."""
     sidecar_services: tuple[Manifest, ...]
+    restful_service: Manifest | None
+    """v1alpha1: the Service to rank 0's RESTful API server."""
     job: Manifest
 
     def objects(self) -> list[Manifest]:
@@ -391,7 +376,10 @@ class Rendering:
 
     def _in_order(self) -> Iterator[Manifest]:
         yield self.entrypoint
-        yield self.curve_secret
+        if self.curve_secret is not None:
+            yield self.curve_secret
+        yield from self.credentials
+        yield from self.volumes
         yield from self.network_policies
         if self.services_pod is not None:
             yield self.services_pod
@@ -399,6 +387,8 @@ class Rendering:
         if self.services_service is not None:
             yield self.services_service
         yield from self.sidecar_services
+        if self.restful_service is not None:
+            yield self.restful_service
         yield self.job
 
 
@@ -430,7 +420,17 @@ def render(
     return Rendering(
         plan=plan,
         entrypoint=_config_map(plan, data),
-        curve_secret=_curve_secret(plan, text, public_key),
+        curve_secret=(
+            None
+            if plan.spec.flux.curve_cert_secret is not None
+            else _curve_secret(plan, text, public_key)
+        ),
+        credentials=tuple(credentials.secrets(plan, certificate)),
+        volumes=tuple(
+            manifest
+            for item in plan.operator_volumes
+            for manifest in (storage.persistent_volume(plan, item), storage.claim(plan, item))
+        ),
         network_policies=_network_policies(plan, network_policy, lead_source_ranges),
         services_pod=_services_pod(plan) if services else None,
         headless_service=_headless_service(plan),
@@ -440,8 +440,25 @@ def render(
             else None
         ),
         sidecar_services=tuple(_sidecar_services(plan)),
+        restful_service=_restful_service(plan) if plan.mode is Mode.RESTFUL else None,
         job=_job(plan, data, wait, public_key),
     )
+
+
+def _restful_service(plan: MiniClusterPlan) -> Manifest:
+    """v1alpha1: rank 0's Flux RESTful API server, inside the cluster (the operator made none:
+    users port-forwarded to the pod)."""
+    port = plan.spec.flux_restful.port if plan.spec.flux_restful else DEFAULT_RESTFUL_PORT
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta.metadata(plan, plan.names.restful_service),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _rank0_selector(plan),
+            "ports": [{"name": "restful", "port": port, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
 
 
 def _network_policies(
@@ -495,8 +512,8 @@ def lead_service(
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(
-            plan, plan.names.lead_service, _labels(plan), dict(annotations or {})
+        "metadata": meta.metadata(
+            plan, plan.names.lead_service, meta.labels(plan), dict(annotations or {})
         ),
         "spec": spec,
     }

@@ -25,22 +25,10 @@ from typing import Any
 
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.plan import MiniClusterPlan, Mode
+from flux_minicluster.core.render import meta
 
 __all__ = ["lead_policy", "mesh_policy"]
-
-
-def _metadata(plan: MiniClusterPlan, name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": plan.namespace,
-        "labels": {
-            **plan.definition.labels,
-            lbl.NAME_LABEL: plan.name,
-            lbl.MANAGED_BY_LABEL: lbl.MANAGED_BY,
-            lbl.CLUSTER_LABEL: plan.name,
-        },
-    }
 
 
 def _members(plan: MiniClusterPlan) -> dict[str, Any]:
@@ -48,9 +36,12 @@ def _members(plan: MiniClusterPlan) -> dict[str, Any]:
 
 
 def declared_ports(plan: MiniClusterPlan) -> list[int]:
-    """Every port the spec declares on a container that is not the Flux container, in order."""
+    """Every port the spec declares on a container that is not the Flux container, in order,
+    and v1alpha1's RESTful server's (the point of running it is to be reached)."""
     containers = [*plan.spec.containers, *plan.spec.services]
-    ports = (p for c in containers if not c.run_flux for p in c.ports)
+    ports = [p for c in containers if not c.run_flux for p in c.ports]
+    if plan.mode is Mode.RESTFUL and plan.spec.flux_restful is not None:
+        ports.append(plan.spec.flux_restful.port)
     return list(dict.fromkeys(ports))
 
 
@@ -61,7 +52,7 @@ def mesh_policy(plan: MiniClusterPlan) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _metadata(plan, plan.names.network_policy),
+        "metadata": meta.metadata(plan, plan.names.network_policy),
         "spec": {
             "podSelector": _members(plan),
             "policyTypes": ["Ingress"],
@@ -79,7 +70,7 @@ def lead_policy(plan: MiniClusterPlan, source_ranges: Sequence[str]) -> dict[str
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _metadata(plan, plan.names.lead_service),
+        "metadata": meta.metadata(plan, plan.names.lead_service),
         "spec": {
             "podSelector": {"matchLabels": selector},
             "policyTypes": ["Ingress"],

@@ -150,7 +150,11 @@ def job_container(plan: MiniClusterPlan, index: int, container: Container) -> di
         name = container.name or ""
         script = layout.start_script(index) if container.wrapped else None
     command = ["/bin/bash", f"{layout.ENTRYPOINT_DIR}/{script}"] if script else None
-    security = hardening.flux_context(container.security_context) if container.run_flux else None
+    security = (
+        hardening.flux_context(container.security_context, setuid=plan.multi_user is not None)
+        if container.run_flux
+        else None
+    )
     return _container(name, container, command, volumes.container_mounts(plan, container), security)
 
 

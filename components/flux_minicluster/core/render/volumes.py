@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.plan import MiniClusterPlan, Mode
 from flux_minicluster.core.render import kube
 from flux_minicluster.core.spec import Container, ContainerVolume, QuantityValue
 
@@ -43,6 +43,9 @@ FILE_MODE: Final = 0o644
 # this pod's containers that mount it can, and the entrypoint copies it to a 0600 file owned by
 # the broker's user, which is the file Flux reads (it refuses a group/other-readable cert).
 CURVE_MODE: Final = 0o444
+# Credentials and the munge key: read by the entrypoint, which runs as root in the v1alpha1
+# images that use them (multi-user mode needs root to create users and start munged).
+CREDENTIALS_MODE: Final = 0o400
 
 
 def _empty_dir(
@@ -140,8 +143,15 @@ def entrypoint_volume(plan: MiniClusterPlan, keys: Iterable[str]) -> dict[str, A
 
 
 def system_volumes(plan: MiniClusterPlan, entrypoint_keys: Iterable[str]) -> list[dict[str, Any]]:
-    """The MiniCluster's own volumes, in the operator's order, then the curve Secret."""
-    return [
+    """The MiniCluster's own volumes, in the operator's order, then the curve Secret (v1alpha1's
+    ``curveCertSecret`` instead when the spec names one), the credentials and the munge key."""
+    user_secret = plan.spec.flux.curve_cert_secret
+    curve_secret, curve_key = (
+        (user_secret, layout.V1ALPHA1_CURVE_KEY)
+        if user_secret is not None
+        else (plan.names.curve_secret, layout.CURVE_FILE)
+    )
+    out: list[dict[str, Any]] = [
         {"name": layout.SOFTWARE_VOLUME, "emptyDir": {}},
         {"name": layout.HOME_VOLUME, "emptyDir": {}},
         {"name": plan.spec.flux.container.name, "emptyDir": {}},
@@ -149,12 +159,41 @@ def system_volumes(plan: MiniClusterPlan, entrypoint_keys: Iterable[str]) -> lis
         {
             "name": layout.CURVE_VOLUME,
             "secret": {
-                "secretName": plan.names.curve_secret,
+                "secretName": curve_secret,
                 "defaultMode": CURVE_MODE,
-                "items": [{"key": layout.CURVE_FILE, "path": layout.CURVE_FILE}],
+                "items": [{"key": curve_key, "path": layout.CURVE_FILE}],
             },
         },
     ]
+    if sources := _credential_sources(plan):
+        out.append(
+            {
+                "name": layout.CREDENTIALS_VOLUME,
+                "projected": {"defaultMode": CREDENTIALS_MODE, "sources": sources},
+            }
+        )
+    if plan.munge_secret is not None:
+        out.append(
+            {
+                "name": layout.MUNGE_VOLUME,
+                "secret": {
+                    "secretName": plan.munge_secret,
+                    "defaultMode": CREDENTIALS_MODE,
+                    "items": [{"key": layout.MUNGE_KEY, "path": layout.MUNGE_KEY}],
+                },
+            }
+        )
+    return out
+
+
+def _credential_sources(plan: MiniClusterPlan) -> list[dict[str, Any]]:
+    """The RESTful and users Secrets, projected into one read-only folder (one file per key)."""
+    sources = []
+    if plan.mode is Mode.RESTFUL:
+        sources.append({"secret": {"name": plan.names.restful_secret}})
+    if plan.multi_user is not None:
+        sources.append({"secret": {"name": plan.names.users_secret}})
+    return sources
 
 
 def init_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
@@ -167,11 +206,16 @@ def init_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
 
 
 def flux_mounts(plan: MiniClusterPlan, *, curve: bool) -> list[dict[str, Any]]:
-    """What every Job container mounts; ``curve`` for the containers that start a broker."""
+    """What every Job container mounts; ``curve`` for the containers that start a broker (they
+    also get the credentials and the munge key, when the MiniCluster has them)."""
     mounts = init_mounts(plan)
     if curve:
         mounts.append(_mount(layout.CURVE_VOLUME, layout.CURVE_DIR, read_only=True))
     mounts.append(_mount(layout.SOFTWARE_VOLUME, layout.SOFTWARE_DIR))
+    if curve and _credential_sources(plan):
+        mounts.append(_mount(layout.CREDENTIALS_VOLUME, layout.CREDENTIALS_DIR, read_only=True))
+    if curve and plan.munge_secret is not None:
+        mounts.append(_mount(layout.MUNGE_VOLUME, layout.MUNGE_DIR, read_only=True))
     return mounts
 
 
