@@ -504,6 +504,10 @@ def test_outputs_resolve(run_pulumi: Run) -> None:
         "max_size": 3,
         "curve_public_key": PUBLIC_KEY,
         "curve_cert": CERT,
+        # v1alpha1 without a command only: the RESTful server.
+        "restful_url": None,
+        "restful_user": None,
+        "restful_token": None,
     }
     assert isinstance(values["size"], int)
     assert isinstance(values["max_size"], int)

@@ -378,6 +378,12 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
     ),
     (
         "curve-cert-in-secret",
+        "munge key in a ConfigMap",
+        GOOD,
+        changed(GOOD, 0, lambda m: m["data"].update({layout.MUNGE_KEY: "c2VjcmV0"})),
+    ),
+    (
+        "curve-cert-in-secret",
         "cert heredoc in a script",
         GOOD,
         changed(

@@ -39,6 +39,7 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
+from flux_minicluster.core.render import credentials
 from flux_minicluster.core.render.manifests import WAIT_MODES, Rendering, Wait, render
 from flux_minicluster.core.spec import MiniClusterSpec
 from flux_minicluster.deploy import burstgroup, outputs, resources
@@ -79,6 +80,9 @@ OUTPUTS: Final = (
     "max_size",
     "curve_public_key",
     "curve_cert",
+    "restful_url",
+    "restful_user",
+    "restful_token",
 )
 _SOURCE: Final = "MiniClusterArgs"
 
@@ -164,6 +168,11 @@ class MiniCluster(pulumi.ComponentResource):
     """The certificate's public key (not secret): compare certificates across clusters with it."""
     curve_cert: pulumi.Output[str]
     """The whole curve certificate, secret: hand it to the clusters this one bursts to."""
+    restful_url: pulumi.Output[str | None]
+    """v1alpha1 without a command: the Flux RESTful API inside the cluster (None otherwise)."""
+    restful_user: pulumi.Output[str | None]
+    restful_token: pulumi.Output[str | None]
+    """The RESTful API's token, secret (None without the server)."""
 
     plan: plans.MiniClusterPlan
     """The validated MiniCluster and every fact derived from it (plain Python)."""
@@ -200,6 +209,12 @@ class MiniCluster(pulumi.ComponentResource):
             placeholders.CURVE_CERT: certificate,
             placeholders.CURVE_PUBLIC_KEY: public_key,
         }
+        # v1alpha1's generated secrets (munge key, passwords, RESTful token) derive from the
+        # certificate: secret Outputs too, computed only once it is known.
+        for token, derive in credentials.derivations(plan).items():
+            replacements[token] = pulumi.Output.secret(certificate.apply(derive))
+        for warning in plan.definition.warnings:
+            pulumi.log.warn(str(warning), resource=self)
         hostlist: pulumi.Input[str] = plan.hostlist
         lead_host: pulumi.Input[str] = plan.names.lead_fqdn
         gate: pulumi.Output[Any] | None = None
@@ -218,15 +233,28 @@ class MiniCluster(pulumi.ComponentResource):
             # No object may be created for a cluster its root does not declare.
             gate = group.hostlist
 
+        # v1alpha1's `delete: false`: the volume and its claim outlive `pulumi destroy`.
+        kept = {
+            name
+            for item in plan.operator_volumes
+            if not item.volume.delete
+            for name in (item.persistent_volume, item.claim)
+        }
         before_job: list[pulumi.Resource] = [] if self.keygen is None else [self.keygen]
         registered: dict[int, pulumi.CustomResource] = {}
         for manifest in rendering.objects():
             if manifest is rendering.job:
                 continue
+            retain = manifest["metadata"]["name"] in kept and manifest["kind"] in (
+                "PersistentVolume",
+                "PersistentVolumeClaim",
+            )
             resource = resources.register(
                 resource_name,
                 _secret_data(outputs.substitute(manifest, replacements)),
-                self._child_opts(opts, gate, delete_before_replace=True),
+                self._child_opts(
+                    opts, gate, delete_before_replace=True, retain_on_delete=retain or None
+                ),
             )
             registered[id(manifest)] = resource
             before_job.append(resource)
@@ -277,6 +305,9 @@ class MiniCluster(pulumi.ComponentResource):
         self.max_size = pulumi.Output.from_input(plan.spec.max_size)
         self.curve_public_key = public_key
         self.curve_cert = certificate
+        self.restful_url, self.restful_user, self.restful_token = _restful_outputs(
+            plan, replacements
+        )
         self.register_outputs({name: getattr(self, name) for name in OUTPUTS})
 
     def _child_opts(
@@ -313,6 +344,25 @@ def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
     raise SpecError(
         Problem("opts.depends_on", "must be a resource or a list of resources, not an Output"),
         source=_SOURCE,
+    )
+
+
+def _restful_outputs(
+    plan: plans.MiniClusterPlan, replacements: Mapping[str, pulumi.Output[str]]
+) -> tuple[pulumi.Output[str | None], pulumi.Output[str | None], pulumi.Output[str | None]]:
+    """The RESTful server's URL, user and token (secret); all None without the server."""
+    restful = plan.spec.flux_restful
+    if plan.mode is not plans.Mode.RESTFUL or restful is None:
+        none: pulumi.Output[str | None] = pulumi.Output.from_input(None)
+        return none, none, none
+    url = f"http://{plan.names.restful_service}.{plan.namespace}.svc.cluster.local:{restful.port}"
+    token: pulumi.Input[str] = (
+        restful.token if restful.token is not None else replacements[placeholders.RESTFUL_TOKEN]
+    )
+    return (
+        pulumi.Output.from_input(url),
+        pulumi.Output.from_input(restful.username or credentials.DEFAULT_RESTFUL_USER),
+        pulumi.Output.secret(token),
     )
 
 

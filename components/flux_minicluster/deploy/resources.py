@@ -62,6 +62,8 @@ KINDS: Final[tuple[Kind, ...]] = (
     Kind("v1", "Service", k8s.core.v1.Service, _META_SPEC),
     Kind("v1", "Pod", k8s.core.v1.Pod, _META_SPEC),
     Kind("v1", "Namespace", k8s.core.v1.Namespace, _META_SPEC),
+    Kind("v1", "PersistentVolume", k8s.core.v1.PersistentVolume, _META_SPEC),
+    Kind("v1", "PersistentVolumeClaim", k8s.core.v1.PersistentVolumeClaim, _META_SPEC),
     Kind(
         "v1",
         "ServiceAccount",

@@ -23,15 +23,24 @@ ANY = "*"
 
 
 def check_curve_cert_in_secret(m: Manifest, s: Settings) -> list[str]:
+    """A CURVE secret key (or a munge key, its multi-user counterpart) in a ConfigMap."""
     if mf.kind(m) != "ConfigMap":
         return []
-    return [
+    namespace = mf.effective_namespace(m)
+    out = [
         f"data key {key!r} holds a CURVE secret key (a 'curve' section with 'secret-key = '): "
-        f"anyone allowed to read ConfigMaps in namespace {mf.effective_namespace(m)!r} can join "
+        f"anyone allowed to read ConfigMaps in namespace {namespace!r} can join "
         "or impersonate the Flux instance"
         for key, text in sorted(mf.data_items(m).items())
         if certificate.holds_secret_key(text)
     ]
+    out += [
+        f"data key {key!r} is a munge key: anyone allowed to read ConfigMaps in namespace "
+        f"{namespace!r} can forge credentials as any user of the Flux instance"
+        for key in sorted(mf.data_items(m))
+        if key.rsplit("/", 1)[-1] == layout.MUNGE_KEY
+    ]
+    return out
 
 
 # --- pinned-images -------------------------------------------------------------------------------
@@ -332,11 +341,13 @@ def check_lead_open_to_all(m: Manifest, s: Settings) -> list[str]:
 
 CURVE_CERT_IN_SECRET = Rule(
     id="curve-cert-in-secret",
-    description="A ZeroMQ CURVE secret key is kept in a Secret, never in a ConfigMap.",
+    description="A ZeroMQ CURVE secret key (or a munge key) is kept in a Secret, never in a "
+    "ConfigMap.",
     level="mandatory",
     remediation=(
-        f"Put the certificate in a Secret (key {layout.CURVE_FILE!r}) and mount it from there; "
-        "then rotate it, since ConfigMap contents are readable by anyone who can list ConfigMaps."
+        f"Put the certificate in a Secret (key {layout.CURVE_FILE!r}; a munge key under "
+        f"{layout.MUNGE_KEY!r}) and mount it from there; then rotate it, since ConfigMap "
+        "contents are readable by anyone who can list ConfigMaps."
     ),
     resource_check=check_curve_cert_in_secret,
 )
