@@ -128,3 +128,25 @@ def test_kubecheck_accepts_the_same_job_without_the_mistake() -> None:
         nodeSelector={"zone": "a"},
     )
     assert kubecheck.semantic_errors([job]) == []
+
+
+def _service(port_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "metrics", "namespace": "hpc"},
+        "spec": {"selector": {"a": "b"}, "ports": [{"name": port_name, "port": 9100}]},
+    }
+
+
+def test_a_service_port_name_is_a_dns_label_not_an_iana_service_name() -> None:
+    # e2e test_each_kubecheck_rule_against_the_server: the server accepted a Service port named
+    # with 21 characters, which kubecheck refused with the container ports' IANA rule.
+    def errors(port_name: str) -> list[str]:
+        return [e for e in kubecheck.semantic_errors([_service(port_name)]) if "ports[0]" in e]
+
+    assert errors("a-very-long-port-name") == []
+    assert errors("Bad_Name") != []
+    # container ports keep the IANA rule (at most 15 characters), which the server enforces there
+    job = _job(container={"ports": [{"name": "a-very-long-port-name", "containerPort": 80}]})
+    assert any("ports[0].name: must be an IANA" in e for e in kubecheck.semantic_errors([job]))

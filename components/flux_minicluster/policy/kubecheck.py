@@ -159,7 +159,9 @@ def _dns1035_label(value: str) -> str | None:
 
 
 def _port_name(value: str) -> str | None:
-    """IANA service names, as ports are named: at most 15 characters with at least one letter."""
+    """IANA service names, as container ports are named: at most 15 characters with a letter.
+
+    (A Service's ports are named with DNS-1123 labels instead, up to 63 characters.)"""
     if (
         len(value) <= 15
         and _PORT_NAME.fullmatch(value)
@@ -450,6 +452,9 @@ def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> I
                 yield from _port(f"{path}.ports[{j}].containerPort", port.get("containerPort"))
                 yield from _port(f"{path}.ports[{j}].hostPort", port.get("hostPort"))
                 yield from _enum(f"{path}.ports[{j}].protocol", port.get("protocol"), _PROTOCOLS)
+                pname = port.get("name")
+                if pname is not None and (msg := _port_name(str(pname))):
+                    yield f"{path}.ports[{j}].name: {msg}"
             mount_names: set[str] = set()
             mount_paths: set[str] = set()
             for j, mount in enumerate(_list(container.get("volumeMounts"))):
@@ -585,7 +590,7 @@ def _service(manifest: Mapping[str, Any]) -> Iterator[str]:
         if pname is None:
             if len(ports) > 1:
                 yield f"{where}.name: required when a Service has more than one port"
-        elif msg := _port_name(str(pname)):
+        elif msg := names.dns1123_label(str(pname)):
             yield f"{where}.name: {msg}"
         elif pname in port_names:
             yield f"{where}.name: {pname!r} is used by another port"
