@@ -56,7 +56,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 golden: $(STAMP)
-	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py
+	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py tests/test_multilanguage.py
 
 # The real Pulumi CLI/plugins and a Kubernetes control plane, built from the Go module proxy
 # (standard library only; prints the bin directory last). `make e2e` runs the tests using them.

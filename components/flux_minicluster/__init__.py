@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from flux_minicluster.deploy.minicluster import MiniCluster, MiniClusterArgs
 
 __all__ = ["MiniCluster", "MiniClusterArgs"]
+__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

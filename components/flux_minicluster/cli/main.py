@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+import flux_minicluster
 from flux_minicluster.core.errors import SpecError
 
 EXIT_OK = 0
@@ -74,14 +75,8 @@ def _print_problems(err: SpecError) -> None:
 
 
 def version() -> str:
-    """The installed package's version (the checkout's when run from it)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as package_version
-
-    try:
-        return package_version("flux-minicluster")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    """The package's version, installed or run from a checkout."""
+    return flux_minicluster.__version__
 
 
 def build_parser() -> argparse.ArgumentParser:

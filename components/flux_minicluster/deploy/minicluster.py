@@ -58,7 +58,10 @@ __all__ = [
     "TYPE",
     "MiniCluster",
     "MiniClusterArgs",
+    "Prepared",
+    "expand",
     "job_registration",
+    "prepare",
 ]
 
 TYPE: Final = "minicluster:index:MiniCluster"
@@ -136,19 +139,6 @@ class MiniClusterArgs(TypedDict, total=False):
     when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """Everything decided before a single resource is registered."""
-
-    plan: plans.MiniClusterPlan
-    rendering: Rendering
-    keygen: KeygenSettings
-    certificate: pulumi.Input[str] | None  # None: the keygen Command makes one
-    certificate_source: str
-    lead_broker: pulumi.Input[str] | None
-    burst_group: pulumi.Input[BurstGroupArgs] | None
-
-
 class MiniCluster(pulumi.ComponentResource):
     """A Flux MiniCluster: entrypoint ConfigMap, curve Secret, Services, an Indexed Job."""
 
@@ -169,10 +159,10 @@ class MiniCluster(pulumi.ComponentResource):
     curve_cert: pulumi.Output[str]
     """The whole curve certificate, secret: hand it to the clusters this one bursts to."""
     restful_url: pulumi.Output[str | None]
-    """v1alpha1 without a command: the Flux RESTful API inside the cluster (None otherwise)."""
+    """v1alpha1 without a command: the Flux RESTful API inside the cluster (unset otherwise)."""
     restful_user: pulumi.Output[str | None]
     restful_token: pulumi.Output[str | None]
-    """The RESTful API's token, secret (None without the server)."""
+    """The RESTful API's token, secret (unset without the server)."""
 
     plan: plans.MiniClusterPlan
     """The validated MiniCluster and every fact derived from it (plain Python)."""
@@ -188,131 +178,42 @@ class MiniCluster(pulumi.ComponentResource):
         args: MiniClusterArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        prepared = _prepare(resource_name, args)  # raises before anything is registered
+        prepared = prepare(resource_name, args)  # raises before anything is registered
         super().__init__(TYPE, resource_name, {}, opts)
         self.plan = prepared.plan
         self.rendering = prepared.rendering
-        plan = prepared.plan
-        rendering = prepared.rendering
+        self.keygen = expand(self, resource_name, prepared, opts)
 
-        if prepared.certificate is None:
-            self.keygen = keygen_command(
-                resource_name, prepared.keygen, opts=self._child_opts(opts)
-            )
-            raw_certificate: pulumi.Input[str | None] = self.keygen.stdout
-        else:
-            self.keygen = None
-            raw_certificate = prepared.certificate
-        certificate = outputs.checked_certificate(raw_certificate, prepared.certificate_source)
-        public_key = outputs.public_key_of(certificate)
-        replacements: dict[str, pulumi.Output[str]] = {
-            placeholders.CURVE_CERT: certificate,
-            placeholders.CURVE_PUBLIC_KEY: public_key,
-        }
-        # v1alpha1's generated secrets (munge key, passwords, RESTful token) derive from the
-        # certificate: secret Outputs too, computed only once it is known.
-        for token, derive in credentials.derivations(plan).items():
-            replacements[token] = pulumi.Output.secret(certificate.apply(derive))
-        for warning in plan.definition.warnings:
-            pulumi.log.warn(str(warning), resource=self)
-        hostlist: pulumi.Input[str] = plan.hostlist
-        lead_host: pulumi.Input[str] = plan.names.lead_fqdn
-        gate: pulumi.Output[Any] | None = None
-        if prepared.lead_broker is not None:
-            address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
-            replacements[placeholders.LEAD_ADDRESS] = address
-            lead_host = address
-            hostlist = outputs.substitute(plan.hostlist, replacements)
-        if prepared.burst_group is not None:
-            group = burstgroup.resolve(
-                plan, rendering, prepared.burst_group, replacements[placeholders.LEAD_ADDRESS]
-            )
-            rendering = burstgroup.apply(rendering, group)
-            hostlist = group.hostlist
-            replacements[placeholders.LEAD_NAME] = group.lead_name
-            # No object may be created for a cluster its root does not declare.
-            gate = group.hostlist
 
-        # v1alpha1's `delete: false`: the volume and its claim outlive `pulumi destroy`.
-        kept = {
-            name
-            for item in plan.operator_volumes
-            if not item.volume.delete
-            for name in (item.persistent_volume, item.claim)
-        }
-        before_job: list[pulumi.Resource] = [] if self.keygen is None else [self.keygen]
-        registered: dict[int, pulumi.CustomResource] = {}
-        for manifest in rendering.objects():
-            if manifest is rendering.job:
-                continue
-            retain = manifest["metadata"]["name"] in kept and manifest["kind"] in (
-                "PersistentVolume",
-                "PersistentVolumeClaim",
-            )
-            resource = resources.register(
-                resource_name,
-                _secret_data(outputs.substitute(manifest, replacements)),
-                self._child_opts(
-                    opts, gate, delete_before_replace=True, retain_on_delete=retain or None
-                ),
-            )
-            registered[id(manifest)] = resource
-            before_job.append(resource)
-        service = registered[id(rendering.headless_service)]
+@dataclass(frozen=True)
+class Prepared:
+    """Everything decided before a single resource is registered."""
 
-        job_registered, patch_await = job_registration(rendering.job)
-        job = resources.register(
-            resource_name,
-            outputs.substitute(job_registered, replacements),
-            self._child_opts(
-                opts,
-                gate,
-                extra_depends_on=before_job,
-                delete_before_replace=True,
-                replace_on_changes=["spec.template"],
-                ignore_changes=list(JOB_IGNORE_CHANGES),
-            ),
-        )
-        size = plan.spec.size
-        k8s.batch.v1.JobPatch(
-            f"{resource_name}-size",
-            metadata={
-                "name": plan.names.cluster,
-                "namespace": plan.namespace,
-                "annotations": {
-                    PATCH_FORCE_ANNOTATION: "true",
-                    # An Output: a burst's Job holds text that is known once its root's is.
-                    JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(_job_hash),
-                    **patch_await,
-                },
-            },
-            spec={"parallelism": size, "completions": size},
-            # deleted_with: on destroy the Job goes anyway. Deleting the patch first would
-            # relinquish parallelism/completions, and an Indexed Job without completions is
-            # refused by the API server, failing the destroy.
-            opts=self._child_opts(opts, None, extra_depends_on=[job], deleted_with=job),
-        )
+    plan: plans.MiniClusterPlan
+    rendering: Rendering
+    keygen: KeygenSettings
+    certificate: pulumi.Input[str] | None  # None: the keygen Command makes one
+    certificate_source: str
+    lead_broker: pulumi.Input[str] | None
+    burst_group: pulumi.Input[BurstGroupArgs] | None
 
-        # Tied to the resources, so that a consumer of these names waits for the objects.
-        self.job_name = cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name))
-        self.service_name = cast(k8s.core.v1.Service, service).metadata.apply(
-            lambda meta: str(meta.name)
-        )
-        self.namespace = pulumi.Output.from_input(plan.namespace)
-        self.lead_broker_host = pulumi.Output.from_input(lead_host)
-        self.hostlist = pulumi.Output.from_input(hostlist)
-        self.size = pulumi.Output.from_input(size)
-        self.max_size = pulumi.Output.from_input(plan.spec.max_size)
-        self.curve_public_key = public_key
-        self.curve_cert = certificate
-        self.restful_url, self.restful_user, self.restful_token = _restful_outputs(
-            plan, replacements
-        )
-        self.register_outputs({name: getattr(self, name) for name in OUTPUTS})
 
-    def _child_opts(
-        self,
-        opts: pulumi.ResourceOptions | None,
+def expand(
+    component: pulumi.ComponentResource,
+    resource_name: str,
+    prepared: Prepared,
+    opts: pulumi.ResourceOptions | None,
+) -> local.Command | None:
+    """Register a prepared MiniCluster's children under ``component`` and publish its outputs.
+
+    Both faces of the component call this: the Python class and the one other languages reach
+    through the component provider (``deploy.multilanguage``). It sets every name of ``OUTPUTS``
+    on ``component`` and registers them; it returns the keygen Command, if one was created.
+    """
+    plan = prepared.plan
+    rendering = prepared.rendering
+
+    def child_opts(
         gate: pulumi.Output[Any] | None = None,
         *,
         extra_depends_on: list[pulumi.Resource] | None = None,
@@ -324,12 +225,128 @@ class MiniCluster(pulumi.ComponentResource):
         before, say, the Namespace the caller created for it. A ``gate`` is an Output every
         child waits for (a burst's checked group), so nothing is created when it fails.
         """
-        caller = _depends_on(opts)
         depends: list[pulumi.Resource] = [*caller, *(extra_depends_on or [])]
         depends_on: pulumi.Input[list[pulumi.Resource]] = depends
         if gate is not None:
             depends_on = gate.apply(lambda _: depends)
-        return pulumi.ResourceOptions(parent=self, depends_on=depends_on, **options)
+        return pulumi.ResourceOptions(parent=component, depends_on=depends_on, **options)
+
+    caller = _depends_on(opts)
+    keygen: local.Command | None = None
+    if prepared.certificate is None:
+        keygen = keygen_command(resource_name, prepared.keygen, opts=child_opts())
+        raw_certificate: pulumi.Input[str | None] = keygen.stdout
+    else:
+        raw_certificate = prepared.certificate
+    certificate = outputs.checked_certificate(raw_certificate, prepared.certificate_source)
+    public_key = outputs.public_key_of(certificate)
+    replacements: dict[str, pulumi.Output[str]] = {
+        placeholders.CURVE_CERT: certificate,
+        placeholders.CURVE_PUBLIC_KEY: public_key,
+    }
+    # v1alpha1's generated secrets (munge key, passwords, RESTful token) derive from the
+    # certificate: secret Outputs too, computed only once it is known.
+    for token, derive in credentials.derivations(plan).items():
+        replacements[token] = pulumi.Output.secret(certificate.apply(derive))
+    for warning in plan.definition.warnings:
+        pulumi.log.warn(str(warning), resource=component)
+    hostlist: pulumi.Input[str] = plan.hostlist
+    lead_host: pulumi.Input[str] = plan.names.lead_fqdn
+    gate: pulumi.Output[Any] | None = None
+    if prepared.lead_broker is not None:
+        address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
+        replacements[placeholders.LEAD_ADDRESS] = address
+        lead_host = address
+        hostlist = outputs.substitute(plan.hostlist, replacements)
+    if prepared.burst_group is not None:
+        group = burstgroup.resolve(
+            plan, rendering, prepared.burst_group, replacements[placeholders.LEAD_ADDRESS]
+        )
+        rendering = burstgroup.apply(rendering, group)
+        hostlist = group.hostlist
+        replacements[placeholders.LEAD_NAME] = group.lead_name
+        # No object may be created for a cluster its root does not declare.
+        gate = group.hostlist
+
+    # v1alpha1's `delete: false`: the volume and its claim outlive `pulumi destroy`.
+    kept = {
+        name
+        for item in plan.operator_volumes
+        if not item.volume.delete
+        for name in (item.persistent_volume, item.claim)
+    }
+    before_job: list[pulumi.Resource] = [] if keygen is None else [keygen]
+    registered: dict[int, pulumi.CustomResource] = {}
+    for manifest in rendering.objects():
+        if manifest is rendering.job:
+            continue
+        retain = manifest["metadata"]["name"] in kept and manifest["kind"] in (
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+        )
+        resource = resources.register(
+            resource_name,
+            _secret_data(outputs.substitute(manifest, replacements)),
+            child_opts(gate, delete_before_replace=True, retain_on_delete=retain or None),
+        )
+        registered[id(manifest)] = resource
+        before_job.append(resource)
+    service = registered[id(rendering.headless_service)]
+
+    job_registered, patch_await = job_registration(rendering.job)
+    job = resources.register(
+        resource_name,
+        outputs.substitute(job_registered, replacements),
+        child_opts(
+            gate,
+            extra_depends_on=before_job,
+            delete_before_replace=True,
+            replace_on_changes=["spec.template"],
+            ignore_changes=list(JOB_IGNORE_CHANGES),
+        ),
+    )
+    size = plan.spec.size
+    k8s.batch.v1.JobPatch(
+        f"{resource_name}-size",
+        metadata={
+            "name": plan.names.cluster,
+            "namespace": plan.namespace,
+            "annotations": {
+                PATCH_FORCE_ANNOTATION: "true",
+                # An Output: a burst's Job holds text that is known once its root's is.
+                JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(_job_hash),
+                **patch_await,
+            },
+        },
+        spec={"parallelism": size, "completions": size},
+        # deleted_with: on destroy the Job goes anyway. Deleting the patch first would
+        # relinquish parallelism/completions, and an Indexed Job without completions is
+        # refused by the API server, failing the destroy.
+        opts=child_opts(None, extra_depends_on=[job], deleted_with=job),
+    )
+
+    restful_url, restful_user, restful_token = _restful_outputs(plan, replacements)
+    published: dict[str, pulumi.Output[Any]] = {
+        # Tied to the resources, so that a consumer of these names waits for the objects.
+        "job_name": cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name)),
+        "service_name": cast(k8s.core.v1.Service, service).metadata.apply(
+            lambda meta: str(meta.name)
+        ),
+        "namespace": pulumi.Output.from_input(plan.namespace),
+        "lead_broker_host": pulumi.Output.from_input(lead_host),
+        "hostlist": pulumi.Output.from_input(hostlist),
+        "size": pulumi.Output.from_input(size),
+        "max_size": pulumi.Output.from_input(plan.spec.max_size),
+        "curve_public_key": public_key,
+        "curve_cert": certificate,
+        "restful_url": restful_url,
+        "restful_user": restful_user,
+        "restful_token": restful_token,
+    }
+    for name, value in published.items():
+        setattr(component, name, value)
+    component.register_outputs(published)
+    return keygen
 
 
 def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
@@ -402,7 +419,8 @@ def _secret_data(manifest: dict[str, Any]) -> dict[str, Any]:
 # --- validation, before anything is registered ---------------------------------------------
 
 
-def _prepare(resource_name: str, args: MiniClusterArgs) -> _Prepared:
+def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
+    """The validated, planned and rendered MiniCluster; raises ``SpecError`` on bad input."""
     if not isinstance(args, Mapping):
         raise SpecError(
             Problem("", f"must be a MiniClusterArgs mapping, got {type(args).__name__}")
@@ -462,7 +480,7 @@ def _prepare(resource_name: str, args: MiniClusterArgs) -> _Prepared:
         certificate, source = definition.spec.flux.curve_cert, "spec.flux.curveCert"
     else:
         certificate, source = None, f"the keygen Command (strategy {keygen.strategy!r})"
-    return _Prepared(
+    return Prepared(
         plan=plan,
         rendering=rendering,
         keygen=keygen,
