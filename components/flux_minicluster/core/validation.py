@@ -20,7 +20,7 @@ from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, unknown_key
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
-from flux_minicluster.core.spec import BurstedCluster, Container, ContainerVolume
+from flux_minicluster.core.spec import V1ALPHA1_HINTS, BurstedCluster, Container, ContainerVolume
 
 # Fields a v1alpha1 document spells differently (core/v1alpha1.py converts them), and what a
 # v1alpha2 document writes instead, keyed by the model they sat on. The v1alpha1 features the one
@@ -155,7 +155,9 @@ def _unknown_field(name: str, model: type[BaseModel] | None) -> str:
     replaced = V1ALPHA1_FIELDS.get(model.__name__, {}).get(name)
     if replaced:
         return f"field of the older v1alpha1 API: {replaced}"
-    return unknown_key(name, [f.alias or n for n, f in model.model_fields.items()])
+    # The fields only a v1alpha1 document may set are not offered to a v1alpha2 one.
+    offered = [f.alias or n for n, f in model.model_fields.items()]
+    return unknown_key(name, [key for key in offered if key not in V1ALPHA1_HINTS])
 
 
 # --- semantic rules -------------------------------------------------------------------------
