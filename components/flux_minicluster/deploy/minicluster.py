@@ -50,6 +50,7 @@ from flux_minicluster.deploy.keygen import (
     keygen_command,
     settings_from_args,
 )
+from flux_minicluster.deploy.published import OUTPUTS, MiniClusterOutputs
 
 __all__ = [
     "JOB_HASH_ANNOTATION",
@@ -71,22 +72,6 @@ TYPE: Final = "minicluster:index:MiniCluster"
 JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
 PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
-# The component's outputs, in the order they are registered (and exported by the stack program,
-# in camelCase). ``curve_cert`` is the one secret.
-OUTPUTS: Final = (
-    "job_name",
-    "service_name",
-    "namespace",
-    "lead_broker_host",
-    "hostlist",
-    "size",
-    "max_size",
-    "curve_public_key",
-    "curve_cert",
-    "restful_url",
-    "restful_user",
-    "restful_token",
-)
 _SOURCE: Final = "MiniClusterArgs"
 
 
@@ -139,30 +124,11 @@ class MiniClusterArgs(TypedDict, total=False):
     when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
 
 
-class MiniCluster(pulumi.ComponentResource):
-    """A Flux MiniCluster: entrypoint ConfigMap, curve Secret, Services, an Indexed Job."""
+class MiniCluster(MiniClusterOutputs):
+    """A Flux MiniCluster: entrypoint ConfigMap, curve Secret, Services, an Indexed Job.
 
-    job_name: pulumi.Output[str]
-    """Name of the Indexed Job (and the prefix of every broker's hostname)."""
-    service_name: pulumi.Output[str]
-    """Name of the headless Service the brokers resolve each other through."""
-    namespace: pulumi.Output[str]
-    lead_broker_host: pulumi.Output[str]
-    """The lead broker: rank 0's fully qualified name inside the cluster, or, for a bursted
-    cluster, the address of the lead it joins."""
-    hostlist: pulumi.Output[str]
-    """Every broker host in rank order (the ``hostlist`` file), bursted clusters included."""
-    size: pulumi.Output[int]
-    max_size: pulumi.Output[int]
-    curve_public_key: pulumi.Output[str]
-    """The certificate's public key (not secret): compare certificates across clusters with it."""
-    curve_cert: pulumi.Output[str]
-    """The whole curve certificate, secret: hand it to the clusters this one bursts to."""
-    restful_url: pulumi.Output[str | None]
-    """v1alpha1 without a command: the Flux RESTful API inside the cluster (unset otherwise)."""
-    restful_user: pulumi.Output[str | None]
-    restful_token: pulumi.Output[str | None]
-    """The RESTful API's token, secret (unset without the server)."""
+    Its outputs are declared on ``MiniClusterOutputs`` (``deploy.published``).
+    """
 
     plan: plans.MiniClusterPlan
     """The validated MiniCluster and every fact derived from it (plain Python)."""

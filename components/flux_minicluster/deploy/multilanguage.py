@@ -43,6 +43,7 @@ from flux_minicluster import __version__
 from flux_minicluster.core import jsonvalues
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.deploy import burstgroup, keygen, minicluster
+from flux_minicluster.deploy.published import MiniClusterOutputs
 
 __all__ = [
     "PACKAGE",
@@ -135,27 +136,10 @@ class MiniClusterInputs(TypedDict, total=False):
     lead_source_ranges: list[str]
 
 
-class MiniCluster(pulumi.ComponentResource):
+class MiniCluster(MiniClusterOutputs):
     """A Flux MiniCluster on Kubernetes without the Flux Operator: its ConfigMaps, the curve
     certificate's Secret, the headless and lead Services, NetworkPolicies and the Indexed Job of
     its brokers, as the operator would create them."""
-
-    job_name: pulumi.Output[str]
-    service_name: pulumi.Output[str]
-    namespace: pulumi.Output[str]
-    """The namespace of every object."""
-    lead_broker_host: pulumi.Output[str]
-    hostlist: pulumi.Output[str]
-    size: pulumi.Output[int]
-    """How many brokers run now."""
-    max_size: pulumi.Output[int]
-    """How many brokers the cluster can grow to without being replaced."""
-    curve_public_key: pulumi.Output[str]
-    curve_cert: pulumi.Output[str]
-    restful_url: pulumi.Output[str | None]
-    restful_user: pulumi.Output[str | None]
-    """The RESTful API's user (v1alpha1 without a command; absent otherwise)."""
-    restful_token: pulumi.Output[str | None]
 
     def __init__(
         self,
@@ -242,7 +226,6 @@ _DESCRIBED_BY: Final[dict[str, type]] = {
     "Keygen": keygen.KeygenArgs,
     "BurstGroup": burstgroup.BurstGroupArgs,
 }
-_OUTPUTS_DESCRIBED_BY: Final = minicluster.MiniCluster
 
 
 def _complete(spec: dict[str, Any]) -> dict[str, Any]:
@@ -252,7 +235,7 @@ def _complete(spec: dict[str, Any]) -> dict[str, Any]:
     for section, name in SECRETS:
         resource[section][name]["secret"] = True
     _describe(analyzer, resource["inputProperties"], _DESCRIBED_BY["MiniCluster"])
-    _describe(analyzer, resource["properties"], _OUTPUTS_DESCRIBED_BY)
+    _describe(analyzer, resource["properties"], MiniClusterOutputs)
     for token, definition in spec.get("types", {}).items():
         described_by = _DESCRIBED_BY.get(token.rsplit(":", 1)[-1])
         if described_by is not None:
