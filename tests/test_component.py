@@ -29,6 +29,7 @@ from flux_minicluster.core.loading import parse as parse_definition
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
 from flux_minicluster.deploy.minicluster import (
+    DELETION_PROPAGATION_ANNOTATION,
     JOB_HASH_ANNOTATION,
     JOB_IGNORE_CHANGES,
     OUTPUTS,
@@ -104,14 +105,17 @@ def by_kind(run: ProgramRun[Any], kind: str) -> RecordedResource:
 
 
 def expected_registration(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
-    """The rendered objects as the component must register them: the one documented change is
-    that a Job's size-dependent ``waitFor`` moves to the JobPatch, leaving ``skipAwait``."""
+    """The rendered objects as the component must register them: the documented changes are
+    that a Job's size-dependent ``waitFor`` moves to the JobPatch, leaving ``skipAwait``, and
+    that a Job which skips awaiting is deleted with background propagation."""
     out = {}
     for manifest in copy.deepcopy(rendered):
         if manifest["kind"] == "Job":
             annotations = manifest["metadata"]["annotations"]
             if annotations.pop(lbl.WAIT_FOR_ANNOTATION, None) is not None:
                 annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
+            if annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true":
+                annotations[DELETION_PROPAGATION_ANNOTATION] = "background"
         out[(manifest["kind"], manifest["metadata"]["name"])] = manifest
     return out
 

@@ -150,3 +150,43 @@ def test_a_service_port_name_is_a_dns_label_not_an_iana_service_name() -> None:
     # container ports keep the IANA rule (at most 15 characters), which the server enforces there
     job = _job(container={"ports": [{"name": "a-very-long-port-name", "containerPort": 80}]})
     assert any("ports[0].name: must be an IANA" in e for e in kubecheck.semantic_errors([job]))
+
+
+# --- a replaced Job on the real engine (tests/e2e/test_local_stack.py) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("wait", "command", "background"),
+    [
+        ("ready", "hostname", True),  # the waitFor moves to the size patch: the Job skips
+        ("none", "hostname", True),
+        ("ready", None, True),  # persistent: always skips
+        ("complete", "hostname", False),  # awaited with Pulumi's Job await, deletes awaited too
+    ],
+    ids=["ready", "none", "persistent", "complete"],
+)
+def test_a_job_that_skips_awaiting_is_deleted_in_the_background(
+    wait: Any, command: str | None, background: bool
+) -> None:
+    # e2e: an image change (or a new certificate) replaced the Job with delete-before-replace,
+    # but pulumi-kubernetes does not wait for the deletion of a Job that skips awaiting; the new
+    # Job was applied to the old one while it was being deleted and failed with a server-side
+    # apply conflict on .spec.template...image. Background propagation removes the old object at
+    # once.
+    from flux_minicluster.core.labels import SKIP_AWAIT_ANNOTATION
+    from flux_minicluster.core.loading import parse
+    from flux_minicluster.core.plan import build
+    from flux_minicluster.core.render.manifests import render
+    from flux_minicluster.deploy.minicluster import (
+        DELETION_PROPAGATION_ANNOTATION,
+        job_registration,
+    )
+
+    container: dict[str, Any] = {"image": "ubuntu:24.04"}
+    if command is not None:
+        container["command"] = command
+    plan = build(parse({"size": 2, "containers": [container]}, name="demo", namespace="hpc"))
+    job, _ = job_registration(render(plan, CERT, wait=wait).job)
+    annotations = job["metadata"]["annotations"]
+    assert (annotations.get(SKIP_AWAIT_ANNOTATION) == "true") == background
+    assert (annotations.get(DELETION_PROPAGATION_ANNOTATION) == "background") == background

@@ -6,6 +6,10 @@ with `@pytest.mark.needs("pulumi-language-python", ...)` (binary or piece names)
 piece could not be built the test is skipped with the builder's reason.
 
 FLUX_MINICLUSTER_E2E_BIN=<dir> uses an existing bin directory instead of running the builder.
+
+At the end of a run the terminal summary lists each e2e test's wall time (setup included, as a
+control plane starts in setup) and the engine operations it ran (`stackrun.Engine.operations`):
+the figures tests/e2e/README.md quotes.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +26,7 @@ from typing import Any
 
 import pytest
 from controlplane import BINARIES, ControlPlane
+from stackrun import Engine, copy_project
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parents[1]
@@ -208,3 +214,100 @@ def pulumi_env(toolchain: Toolchain, tmp_path: Path) -> PulumiEnv:
         }
     )
     return PulumiEnv(env=env, home=home, backend=backend, python=python)
+
+
+# --- shared by the scenario tests -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def module_control_plane(
+    toolchain: Toolchain, request: pytest.FixtureRequest
+) -> Iterator[ControlPlane]:
+    """One control plane for every test of a module (they use namespaces of their own)."""
+    _skip_unless_control_plane(toolchain)
+    name = request.module.__name__.removeprefix("test_").replace("_", "-")[:12].strip("-")
+    with ControlPlane(toolchain.bin, name=name) as cp:
+        yield cp
+
+
+def _skip_unless_engine(tc: Toolchain) -> None:
+    reason = tc.missing("pulumi", "pulumi-resource-kubernetes")
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def engine(toolchain: Toolchain, tmp_path: Path, request: pytest.FixtureRequest) -> Engine:
+    """The real CLI and provider with a file:// backend of this test's own."""
+    _skip_unless_engine(toolchain)
+    eng = Engine.create(toolchain.bin, tmp_path / "engine")
+    _ENGINES.append((request.node.nodeid, eng))
+    return eng
+
+
+@pytest.fixture(scope="module")
+def module_engine(
+    toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Engine:
+    """One engine (backend, PULUMI_HOME) for every test of a module."""
+    _skip_unless_engine(toolchain)
+    eng = Engine.create(toolchain.bin, tmp_path_factory.mktemp("engine"))
+    _ENGINES.append((request.module.__name__, eng))
+    return eng
+
+
+@pytest.fixture
+def e2e_report(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """``report(line)``: a finding printed in the terminal summary (the figures of a run)."""
+
+    def report(line: str) -> None:
+        _REPORT.append(f"[{request.node.name}] {line}")
+
+    return report
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the project (Pulumi.yaml, stacks/, examples/, policies/, __main__.py)."""
+    return copy_project(tmp_path / "project")
+
+
+# --- timings: each test's wall time and its engine operations ----------------------------------
+
+_ENGINES: list[tuple[str, Engine]] = []
+_REPORT: list[str] = []
+_DURATIONS: dict[str, float] = {}
+_SESSION_START = time.monotonic()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if E2E in Path(report.fspath).resolve().parents or Path(report.fspath).parent == E2E:
+        _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    write = terminalreporter.write_line
+    if _REPORT:
+        terminalreporter.section("e2e findings")
+        for line in _REPORT:
+            write(line)
+    ran = {k: v for k, v in _DURATIONS.items() if v >= 0.05}
+    if not ran:
+        return
+    terminalreporter.section("e2e timings (wall seconds, setup and teardown included)")
+    for nodeid, seconds in sorted(ran.items(), key=lambda kv: -kv[1]):
+        write(f"{seconds:8.1f}  {nodeid.split('::', 1)[-1]}  [{Path(nodeid.split('::')[0]).name}]")
+    write(f"{sum(ran.values()):8.1f}  total of the tests above")
+    write(f"{time.monotonic() - _SESSION_START:8.1f}  session wall time (with the builder)")
+    ops: dict[str, list[float]] = {}
+    for _, eng in _ENGINES:
+        for op in eng.operations:
+            ops.setdefault(op.verb, []).append(op.seconds)
+    if ops:
+        write(
+            "engine operations: "
+            + ", ".join(
+                f"{verb} x{len(t)} median {sorted(t)[len(t) // 2]:.1f}s max {max(t):.1f}s"
+                for verb, t in sorted(ops.items())
+            )
+        )

@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import weakref
 from pathlib import Path
@@ -69,6 +70,38 @@ def _stop_all() -> None:
 
 class ControlPlaneError(RuntimeError):
     pass
+
+
+# Collections of the kinds a MiniCluster renders (and the few the tests create themselves).
+PLURALS = {
+    "ConfigMap": "configmaps",
+    "Secret": "secrets",
+    "Service": "services",
+    "Pod": "pods",
+    "Job": "jobs",
+    "NetworkPolicy": "networkpolicies",
+    "Namespace": "namespaces",
+    "ServiceAccount": "serviceaccounts",
+    "PersistentVolume": "persistentvolumes",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "RuntimeClass": "runtimeclasses",
+    "PriorityClass": "priorityclasses",
+}
+CLUSTER_SCOPED = frozenset({"Namespace", "PersistentVolume", "RuntimeClass", "PriorityClass"})
+
+
+def object_path(kind: str, name: str, namespace: str | None = None, api: str = "v1") -> str:
+    """``/api/v1/namespaces/ns/configmaps/name``, ``/apis/batch/v1/namespaces/ns/jobs/name``."""
+    base = "/api/v1" if api == "v1" else f"/apis/{api}"
+    scope = "" if kind in CLUSTER_SCOPED else f"/namespaces/{namespace or 'default'}"
+    return f"{base}{scope}/{PLURALS[kind]}/{name}"
+
+
+def collection_path(obj: dict[str, Any]) -> str:
+    """The collection an object is created in."""
+    meta = obj.get("metadata", {})
+    path = object_path(obj["kind"], "", meta.get("namespace"), obj["apiVersion"])
+    return path.rstrip("/")
 
 
 def _free_ports(n: int) -> list[int]:
@@ -119,6 +152,7 @@ class ControlPlane:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"cp-{name}-"))
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._args: dict[str, list[str]] = {}
         self.timings: dict[str, float] = {}
         self.startup_seconds: float | None = None
         self.port: int = 0
@@ -205,6 +239,105 @@ class ControlPlane:
         with urllib.request.urlopen(req, context=self._ssl, timeout=timeout) as resp:
             raw = resp.read()
         return json.loads(raw) if raw[:1] in (b"{", b"[") else raw.decode()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        timeout: float = 30,
+    ) -> tuple[int, Any]:
+        """A request as the admin that never raises on an HTTP error: ``(status, decoded body)``."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(
+            self.server + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": content_type, "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=timeout) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as err:
+            status, raw = err.code, err.read()
+        try:
+            return status, json.loads(raw) if raw[:1] in (b"{", b"[") else raw.decode()
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def get(self, path: str) -> Any:
+        """The object at ``path``, or None when the server says 404."""
+        status, body = self.request("GET", path)
+        if status == 404:
+            return None
+        if status >= 300:
+            raise ControlPlaneError(f"GET {path}: {status} {body}")
+        return body
+
+    def items(self, path: str, selector: str | None = None) -> list[Any]:
+        """The items of a list (``/api/v1/namespaces/ns/pods``), optionally by label selector."""
+        query = f"?labelSelector={urllib.parse.quote(selector)}" if selector else ""
+        return list(self.get(path + query)["items"])
+
+    def ensure(self, obj: dict[str, Any]) -> None:
+        """Create ``obj`` for real unless an object of that name exists already."""
+        status, body = self.request("POST", collection_path(obj), obj)
+        if status >= 300 and status != 409:
+            raise ControlPlaneError(f"create {obj['kind']} {obj['metadata']['name']}: {body}")
+
+    def dry_run(self, obj: dict[str, Any]) -> tuple[bool, str]:
+        """Would the server create ``obj``? A server-side dry run, as `kubectl create
+        --dry-run=server` (unknown fields refused, as kubectl's default `--validate=strict`).
+        ``(accepted, the server's message when it refuses)``."""
+        path = collection_path(obj) + "?dryRun=All&fieldValidation=Strict"
+        status, body = self.request("POST", path, obj)
+        if status < 300:
+            return True, ""
+        message = body.get("message", "") if isinstance(body, dict) else str(body)
+        return False, f"{status} {message}"
+
+    def add_node(self, name: str) -> None:
+        """Another fake node (kwok manages it) after start."""
+        self.api("POST", "/api/v1/nodes", self._node(name))
+        self.node_names.append(name)
+        self.wait_for(f"node {name} Ready", self._nodes_ready)
+
+    def set_unschedulable(self, unschedulable: bool) -> None:
+        """Cordon (or uncordon) every fake node: no new pod gets a node while cordoned."""
+        for node in self.node_names:
+            status, body = self.request(
+                "PATCH",
+                f"/api/v1/nodes/{node}",
+                {"spec": {"unschedulable": unschedulable}},
+                content_type="application/merge-patch+json",
+            )
+            if status >= 300:
+                raise ControlPlaneError(f"cordon {node}: {body}")
+
+    def restart(self, component: str, *, down_for: float = 0.0) -> float:
+        """Stop one component (SIGTERM, then SIGKILL), wait ``down_for`` seconds, start it again
+        with the same flags and data; return the seconds until it is healthy again."""
+        proc = self.procs[component]
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        time.sleep(down_for)
+        t0 = time.monotonic()
+        self._spawn(component, self._args[component])
+        if component == "kube-apiserver":
+            self.wait_for(
+                "kube-apiserver /readyz after restart",
+                lambda: self.api("GET", "/readyz") == "ok",
+                timeout=90,
+            )
+        return time.monotonic() - t0
 
     def logs(self, component: str, lines: int = 50) -> str:
         return _tail(self.workdir / "logs" / f"{component}.log", lines)
@@ -364,6 +497,7 @@ class ControlPlane:
         self.timings["kwok nodes Ready"] = time.monotonic() - t0
 
     def _spawn(self, name: str, args: list[str]) -> None:
+        self._args[name] = args
         logf = (self.workdir / "logs" / f"{name}.log").open("ab")
         try:
             self.procs[name] = subprocess.Popen(

@@ -72,6 +72,12 @@ TYPE: Final = "minicluster:index:MiniCluster"
 JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
 PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
+# On a Job that skips awaiting: pulumi-kubernetes then also skips waiting for its deletion
+# (metadata.allowsSkipAwaitWithDelete), so a replacement (delete-before-replace, a fixed name)
+# would apply the new Job to the old one while its foreground deletion runs: a field conflict,
+# or a "new" Job that disappears with the old one (found by tests/e2e/test_local_stack.py). With
+# background propagation the old Job object goes at once and its pods after it.
+DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
 _SOURCE: Final = "MiniClusterArgs"
 
 
@@ -353,17 +359,24 @@ def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """The rendered Job as the component registers it, and the await annotations of its JobPatch.
 
     A ``waitFor`` (it names the size) moves to the JobPatch and the Job gets ``skipAwait`` in its
-    place; everything else is the rendered Job, unchanged. A Job without ``waitFor`` keeps its
-    await annotations and the patch skips awaiting: the Job itself already waited (or skips).
+    place. A Job without ``waitFor`` keeps its await annotations and the patch skips awaiting: the
+    Job itself already waited (or skips). A Job that skips awaiting is deleted with background
+    propagation (``DELETION_PROPAGATION_ANNOTATION``); everything else is the rendered Job.
     """
     metadata = dict(job["metadata"])
     annotations = dict(metadata.get("annotations") or {})
     wait_for = annotations.pop(lbl.WAIT_FOR_ANNOTATION, None)
-    if wait_for is None:
-        return dict(job), {lbl.SKIP_AWAIT_ANNOTATION: "true"}
-    annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
+    patch_await = (
+        {lbl.SKIP_AWAIT_ANNOTATION: "true"}
+        if wait_for is None
+        else {lbl.WAIT_FOR_ANNOTATION: wait_for}
+    )
+    if wait_for is not None:
+        annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
+    if annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true":
+        annotations[DELETION_PROPAGATION_ANNOTATION] = "background"
     metadata["annotations"] = annotations
-    return {**job, "metadata": metadata}, {lbl.WAIT_FOR_ANNOTATION: wait_for}
+    return {**job, "metadata": metadata}, patch_await
 
 
 def _job_hash(job: Mapping[str, Any]) -> str:
