@@ -32,6 +32,7 @@ from flux_minicluster.core import hostlist as hostlists
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.deploy.project import Project
 from flux_minicluster.deploy.recorder import (
+    COMMAND_TYPE,
     CommandStdout,
     RegistrationRecorder,
     plain,
@@ -228,7 +229,7 @@ def render_stack(
         stack=stack,
         config=config,
     )
-    if curve_cert is None and mocks.of_type("command:local:Command"):
+    if curve_cert is None and mocks.of_type(COMMAND_TYPE):
         notes.append("the curve certificate was made for real by the builtin keygen (pyzmq)")
     kube = [r for r in run.resources if r.is_kubernetes_object]
     objects = [plain(r.inputs) for r in kube if not r.typ.endswith(PATCH_SUFFIX)]
