@@ -17,6 +17,21 @@ sandbox, and puts fakes first on PATH:
 * ``sleep`` records its argument and returns at once, so retry delays are asserted, not waited
   (``sleep_real`` makes each call really sleep that long, to pace a polling loop);
 * ``/usr/bin/time`` (rewritten) drops ``-f FORMAT`` and runs the rest.
+
+For v1alpha1's entrypoint behaviours, one recording fake (``FAKE_TOOL``) stands in for the system
+tools a v1alpha1 image brings, each call one JSON line ``[tool, cwd, *argv]`` in ``calls.log``:
+
+* ``sudo`` applies ``-u USER`` (recorded only), ``-E`` and ``VAR=value``, then runs the rest;
+* ``useradd``/``adduser`` add the user to a fake passwd that ``id -u NAME`` reads (users named
+  in ``existing_users`` exist from the start), and fail for a user that exists, as the real
+  ones do; ``chown`` only records (the owner is asserted
+  from the record, the mode from the file); ``chpasswd`` records the lines it read on stdin in
+  ``chpasswd.log``;
+* ``git clone`` makes a flux-restful-api checkout (requirements.txt, app/db/init_db.py);
+  ``python3``, ``alembic``, ``service`` and ``munged`` only record.
+
+The pod's credential files (the RESTful and users Secrets, the munge key) are written with the
+values the renderer derives from the golden certificate, read-only as the pod mounts them.
 """
 
 from __future__ import annotations
@@ -31,10 +46,19 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from flux_minicluster.core import layout
 from flux_minicluster.core.plan import MiniClusterPlan
-from flux_minicluster.core.render.scripts import entrypoint_data
+from flux_minicluster.core.render import credentials
+from flux_minicluster.core.render.scripts import (
+    IMP_CONFIG_DIR,
+    MUNGE_KEY,
+    RESTFUL_DIR,
+    entrypoint_data,
+)
+
+GOLDEN_CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text()
 
 FAKE_FLUX = f"""#!{sys.executable}
 import json, os, signal, subprocess, sys, time
@@ -61,6 +85,9 @@ if args[:2] == ["getattr", "tbon.parent-endpoint"]:
     print(endpoint)
     sys.exit(0)
 if args and args[0] in ("start", "broker"):
+    with open(os.environ["FAKE_FLUX_ENV_LOG"], "a") as fh:
+        seen = {{k: v for k, v in os.environ.items() if k.startswith("FLUX_") or k == "HOME"}}
+        fh.write(json.dumps({{"cwd": os.getcwd(), "env": seen}}) + "\\n")
     counter = os.environ["FAKE_FLUX_COUNTER"]
     done = int(open(counter).read()) if os.path.exists(counter) else 0
     with open(counter, "w") as fh:
@@ -114,6 +141,49 @@ shift 2
 exec "$@"
 """
 
+# The system tools of a v1alpha1 image, one script dispatching on the name it was called by.
+FAKE_TOOL = f"""#!{sys.executable}
+import json, os, sys
+tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open(os.environ["FAKE_CALLS_LOG"], "a") as fh:
+    fh.write(json.dumps([tool, os.getcwd(), *args]) + "\\n")
+users = os.environ["FAKE_USERS"]
+if tool == "sudo":
+    env = dict(os.environ)
+    while args and (args[0] in ("-u", "-E") or "=" in args[0]):
+        if args[0] == "-u":
+            args = args[1:]
+        elif "=" in args[0]:
+            key, _, value = args[0].partition("=")
+            env[key] = value
+        args = args[1:]
+    os.execvpe(args[0], args, env)
+known = open(users).read().split() if os.path.exists(users) else []
+known += os.environ.get("FAKE_EXISTING_USERS", "").split(",")
+if tool in ("useradd", "adduser"):
+    if args[-1] in known:
+        sys.exit(f"{{tool}}: user '{{args[-1]}}' already exists")
+    with open(users, "a") as fh:
+        fh.write(args[-1] + "\\n")
+elif tool == "id" and args[:1] == ["-u"]:
+    if args[1] not in known:
+        sys.exit(f"id: '{{args[1]}}': no such user")
+    print(1000 + known.index(args[1]))
+elif tool == "chpasswd":
+    with open(os.environ["FAKE_CHPASSWD_LOG"], "a") as fh:
+        fh.write(sys.stdin.read())
+elif tool == "git" and args[:1] == ["clone"]:
+    os.makedirs(os.path.join(args[-1], "app", "db"))
+    open(os.path.join(args[-1], "requirements.txt"), "w").write("fastapi\\n")
+    open(os.path.join(args[-1], "app", "db", "init_db.py"), "w").write("# fake\\n")
+elif tool == "service":
+    sys.exit(int(os.environ.get("FAKE_SERVICE_RC", "0")))
+"""
+FAKE_TOOLS = (
+    "sudo", "useradd", "adduser", "id", "chown", "chpasswd", "git", "python3", "alembic",
+    "service", "munged",
+)  # fmt: skip
+
 # The sandbox certificate's keys (Z85-shaped, made up for the tests).
 PUBLIC_KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
 SECRET_KEY = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
@@ -127,6 +197,15 @@ _COMMON_ROOTS = (
     "/mnt/flux",
     "/tmp/",
     "/usr/bin/time",
+    # v1alpha1: the credentials and munge key mounts, the IMP (under installRoot /usr) and its
+    # config, munge's key and run directory, the RESTful server's checkout.
+    layout.CREDENTIALS_DIR,
+    layout.MUNGE_DIR,
+    "/usr/libexec",
+    IMP_CONFIG_DIR,
+    str(Path(MUNGE_KEY).parent),
+    "/run/munge",
+    RESTFUL_DIR,
 )
 
 
@@ -149,6 +228,8 @@ class Sandbox:
         _write_executable(self.bin / "flux", FAKE_FLUX)
         _write_executable(self.bin / "hostname", FAKE_HOSTNAME)
         _write_executable(self.bin / "sleep", FAKE_SLEEP)
+        for tool in FAKE_TOOLS:
+            _write_executable(self.bin / tool, FAKE_TOOL)
         self.work = self.root / "work"
         self.work.mkdir()
         self.flux_log = self.root / "flux.log"
@@ -158,6 +239,10 @@ class Sandbox:
         self.joined = self.root / "flux.joined"
         self.broker_pid_file = self.root / "flux.pid"
         self.signal_log = self.root / "flux.signals"
+        self.env_log = self.root / "flux-env.log"
+        self.calls_log = self.root / "calls.log"
+        self.chpasswd_log = self.root / "chpasswd.log"
+        self.users_file = self.root / "passwd"
         self.data = entrypoint_data(self.mc)
         for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -182,12 +267,28 @@ class Sandbox:
         )
         (curve / layout.CURVE_FILE).write_text(self.cert_text)
         (curve / layout.CURVE_FILE).chmod(0o640)
+        # v1alpha1's Secrets, one read-only file per key, as the pod mounts them.
+        self.credentials: dict[str, str] = {}
+        for secret in credentials.secrets(self.mc, GOLDEN_CERT):
+            self.credentials.update(secret["stringData"])
+        for key, value in self.credentials.items():
+            folder = layout.MUNGE_DIR if key == layout.MUNGE_KEY else layout.CREDENTIALS_DIR
+            self.path(folder).mkdir(parents=True, exist_ok=True)
+            (self.path(folder) / key).write_text(value)
+            (self.path(folder) / key).chmod(0o400)
+        if self.mc.imp is not None:
+            imp = Path(self.rewrite(self.mc.imp.path))
+            imp.parent.mkdir(parents=True, exist_ok=True)
+            _write_executable(imp, "#!/bin/sh\n")
 
     # --- paths --------------------------------------------------------------------------
 
     def mapping(self, script: str) -> dict[str, str]:
         """Pod root -> sandbox directory, for the container that runs ``script``."""
         mapping = {r: self.path(r) for r in _COMMON_ROOTS}
+        root = self.mc.install_root
+        if root and root.rstrip("/") != "/usr" and not any(root.startswith(r) for r in mapping):
+            mapping[root] = self.path(root)
         mount = self.mc.spec.flux.container.mount_path
         if not any(mount.startswith(r) for r in mapping):
             mapping[mount] = self.path(mount)
@@ -205,9 +306,14 @@ class Sandbox:
         return self.root / pod_path.lstrip("/")
 
     def rewrite(self, text: str, script: str = "") -> str:
-        """``text`` with every pod root replaced by its sandbox directory, in one pass."""
+        """``text`` with every pod root replaced by its sandbox directory, in one pass.
+
+        A root is a path's start only: it follows no letter or digit (so the RESTful server's
+        /flux-restful-api is its checkout, not the end of its repository's address).
+        """
         mapping = self.mapping(script)
-        pattern = re.compile("|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)))
+        roots = "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True))
+        pattern = re.compile(f"(?<!\\w)(?:{roots})")
         return pattern.sub(lambda m: mapping[m.group()], text)
 
     @property
@@ -261,12 +367,14 @@ class Sandbox:
         sleep_real: float | None = None,
         env: Mapping[str, str] | None = None,
         text: str | None = None,
+        existing_users: tuple[str, ...] = (),
     ) -> subprocess.CompletedProcess[str]:
         """Run one entrypoint key (or ``text``) with bash, as its container would.
 
         ``join``: seconds a started broker takes to join its parent, or ``"never"``;
         ``run_seconds``: how long it then runs; ``parent_endpoint``: what it answers for
-        ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init).
+        ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init);
+        ``existing_users``: the users the image already has (``id -u`` knows them).
         """
         body = self.rewrite(text if text is not None else self.data[script], script)
         path = self.root / f"run-{script}"
@@ -288,6 +396,11 @@ class Sandbox:
             "FAKE_FLUX_SIGNALS": str(self.signal_log),
             "FAKE_HOSTNAME": hostname,
             "FAKE_SLEEP_LOG": str(self.sleep_log),
+            "FAKE_FLUX_ENV_LOG": str(self.env_log),
+            "FAKE_CALLS_LOG": str(self.calls_log),
+            "FAKE_CHPASSWD_LOG": str(self.chpasswd_log),
+            "FAKE_USERS": str(self.users_file),
+            "FAKE_EXISTING_USERS": ",".join(existing_users),
             **({"FAKE_FLUX_RUN_PROGRAM": "1"} if run_program else {}),
             **({"FAKE_FLUX_PARENT_ENDPOINT": parent_endpoint} if parent_endpoint else {}),
             **({"FAKE_SLEEP_REAL": str(sleep_real)} if sleep_real is not None else {}),
@@ -317,6 +430,39 @@ class Sandbox:
         if not self.uri_log.exists():
             return []
         return [json.loads(line) for line in self.uri_log.read_text().splitlines()]
+
+    def broker_envs(self) -> list[dict[str, Any]]:
+        """The working directory and FLUX_*/HOME environment of each broker started, in order."""
+        if not self.env_log.exists():
+            return []
+        return [json.loads(line) for line in self.env_log.read_text().splitlines()]
+
+    def calls(self, *tools: str) -> list[list[str]]:
+        """``[tool, *argv]`` of every call to the fake system tools (``tools`` only, if given)."""
+        if not self.calls_log.exists():
+            return []
+        out = []
+        for line in self.calls_log.read_text().splitlines():
+            tool, _cwd, *argv = json.loads(line)
+            if not tools or tool in tools:
+                out.append([tool, *argv])
+        return out
+
+    def call_dirs(self, tool: str) -> list[str]:
+        """The working directory of each call to ``tool``, in order."""
+        if not self.calls_log.exists():
+            return []
+        rows = [json.loads(line) for line in self.calls_log.read_text().splitlines()]
+        return [row[1] for row in rows if row[0] == tool]
+
+    def chpasswd_lines(self) -> list[str]:
+        return self.chpasswd_log.read_text().splitlines() if self.chpasswd_log.exists() else []
+
+    def logs(self) -> str:
+        """Everything the fakes recorded (argv, cwd), to check that no secret is in any of it."""
+        return "".join(
+            p.read_text() for p in (self.flux_log, self.calls_log, self.sleep_log) if p.exists()
+        )
 
     def broker_pid(self) -> int:
         """The pid of the last fake broker started (it wrote it when it started)."""

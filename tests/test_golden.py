@@ -1,12 +1,16 @@
-"""Golden files: the exact manifests of three representative MiniClusters, byte for byte.
+"""Golden files: the exact manifests of five representative MiniClusters, byte for byte.
 
 Any byte that changes in a rendered object changes a cluster (a new ConfigMap replaces the pods,
 a new pod template replaces the Job), so every change to the renderer, the scripts or the broker
-config must show up here as a reviewable diff. The three specs cover the main shapes: a plain
+config must show up here as a reviewable diff. The first three cover the main shapes: a plain
 cluster (``examples/hello-world.yaml``), a bursting root with its lead Service
 (``examples/bursting-root.yaml``) and services plus a sidecar with ports and volumes of several
-kinds (``examples/services-sidecar.yaml``). They are rendered with a fixed, test-only certificate
-(``tests/golden/fixed-curve.cert``), so nothing in them is random.
+kinds (``examples/services-sidecar.yaml``); and two v1alpha1 MiniClusters, a multi-user RESTful
+cluster with its Secrets and its v1alpha1 entrypoint (``examples/v1alpha1-restful.yaml``) and an
+operator-made hostPath volume with its PersistentVolume and claim
+(``examples/v1alpha1-volumes.yaml``). They are rendered with a fixed, test-only certificate
+(``tests/golden/fixed-curve.cert``), so nothing in them is random: the v1alpha1 Secrets' values
+are derived from it.
 
 After an intended change, refresh them and review the diff before committing::
 
@@ -28,7 +32,13 @@ from flux_minicluster.core.render.manifests import to_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
-CASES = ("hello-world", "bursting-root", "services-sidecar")
+CASES = (
+    "hello-world",
+    "bursting-root",
+    "services-sidecar",
+    "v1alpha1-restful",
+    "v1alpha1-volumes",
+)
 
 
 def current(case: str, rendered: Callable[..., list[dict[str, Any]]]) -> str:

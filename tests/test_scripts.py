@@ -11,6 +11,7 @@ import copy
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -27,14 +28,17 @@ from flux_minicluster.core.loading import load_one
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import (
     CUSTOM_SCRIPT,
+    DIAGNOSTICS,
     JOIN_FAILED_STATUS,
     JOIN_POLL_SECONDS,
     JOIN_TIMEOUT_ENV,
+    RESTFUL_REPOSITORY,
     entrypoint_data,
 )
 
 NAME = "flux-sample"
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
+V1ALPHA1_CORPUS = COMPAT.parent / "flux-operator-v1alpha1"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text()
 HOSTILE = 'it\'s "quoted" $(touch pwned) `touch pwned2` ${HOME} \\ ; touch pwned3\nline two'
@@ -42,6 +46,19 @@ HOSTILE = 'it\'s "quoted" $(touch pwned) `touch pwned2` ${HOME} \\ ; touch pwned
 
 def app(**fields: Any) -> dict[str, Any]:
     return {"image": "ubuntu:noble", **fields}
+
+
+def v1(**spec: Any) -> dict[str, Any]:
+    """A v1alpha1 MiniCluster document (its own defaults: logging.strict, the flux user...)."""
+    return {
+        "apiVersion": "flux-framework.org/v1alpha1",
+        "kind": "MiniCluster",
+        "metadata": {"name": NAME, "namespace": "default"},
+        "spec": {"containers": [app()], **spec},
+    }
+
+
+USERS = [{"name": "peenut"}, {"name": "squidward", "password": "given pass:word"}]
 
 
 Build = Callable[..., MiniClusterPlan]
@@ -247,6 +264,49 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "containers": [app(commands={"workerPre": "echo wp", "post": "echo post"})],
         },
     ),
+    # v1alpha1: the RESTful server with users, munge and the IMP, through the flux user.
+    "v1alpha1-restful-users": (NAME, v1(size=2, users=USERS)),
+    "v1alpha1-restful-root-wrap-timed": (
+        NAME,
+        v1(
+            size=2,
+            logging={"quiet": True, "timed": True},
+            flux={"wrap": "strace,-f", "installRoot": "/opt/fl ux"},
+            fluxRestful={"branch": "it's $(x)", "port": 5001},
+            containers=[app(commands={"runFluxAsRoot": True, "prefix": "env A=1"})],
+        ),
+    ),
+    "v1alpha1-diagnostics-cores": (
+        NAME,
+        v1(
+            size=2,
+            flux={"installRoot": "/opt/flux"},
+            containers=[
+                app(
+                    command="hostname",
+                    runFlux=True,
+                    cores=4,
+                    diagnostics=True,
+                    fluxUser={"name": "u1"},
+                ),
+                app(name="side", command="sleep 1"),
+            ],
+        ),
+    ),
+    "v1alpha1-burst-child-munge": (
+        "child",
+        v1(
+            size=2,
+            flux={
+                "mungeSecret": "site-munge",
+                "bursting": {
+                    "leadBroker": {"address": "34.1.2.3", "name": NAME, "size": 2},
+                    "clusters": [{"name": "child", "size": 2}],
+                },
+            },
+            containers=[app(command="hostname")],
+        ),
+    ),
     "hostile": (
         NAME,
         {
@@ -266,11 +326,11 @@ def _scripts(data: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in data.items() if k.endswith(".sh")}
 
 
-def _compat_files() -> list[Any]:
-    if not COMPAT.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))]
-    files = sorted(COMPAT.rglob("*minicluster*.yaml"))
-    return [pytest.param(f, id=str(f.relative_to(COMPAT))) for f in files]
+def _compat_files(corpus: Path = COMPAT) -> list[Any]:
+    if not corpus.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {corpus}"))]
+    files = sorted(corpus.rglob("*minicluster*.yaml"))
+    return [pytest.param(f, id=str(f.relative_to(corpus))) for f in files]
 
 
 def _lint(data: dict[str, str], tmp_path: Path) -> None:
@@ -306,6 +366,11 @@ def test_scripts_pass_bash_and_shellcheck(case: str, tmp_path: Path, build: Buil
 
 @pytest.mark.parametrize("path", _compat_files())
 def test_compat_corpus_scripts_pass_bash_and_shellcheck(path: Path, tmp_path: Path) -> None:
+    _lint(entrypoint_data(plans.build(load_one(path))), tmp_path)
+
+
+@pytest.mark.parametrize("path", _compat_files(V1ALPHA1_CORPUS))
+def test_v1alpha1_corpus_scripts_pass_bash_and_shellcheck(path: Path, tmp_path: Path) -> None:
     _lint(entrypoint_data(plans.build(load_one(path))), tmp_path)
 
 
@@ -927,3 +992,281 @@ def test_sidecar_without_socket_wait(tmp_path: Path, sandbox: MakeSandbox) -> No
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["up", f"local://{box.mount}/config/run/flux/local"]
     assert box.sleeps() == []
+
+
+# --- behaviour: v1alpha1's entrypoint -------------------------------------------------------
+
+
+def as_flux(box: Sandbox, home: str = "/home/flux") -> list[str]:
+    """The sudo prefix v1alpha1's ${asFlux} gives a broker (the environment the script has)."""
+    path = f"{box.bin}:/usr/bin:/bin"
+    return ["sudo", "-u", "flux", "-E", "PYTHONPATH=", "-E", f"PATH={path}", "-E", f"HOME={home}"]
+
+
+def v1_options(box: Sandbox, *extra: str) -> list[str]:
+    """A v1alpha1 broker's options (the socket, v1alpha1's connectTimeout default of 5s)."""
+    return options(box, *extra, socket_uri(box), "-Stbon.connect_timeout=5s")
+
+
+def test_v1alpha1_restful_rank0_serves_the_api(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["v1alpha1-restful-users"][1])
+    assert box.mc.mode is plans.Mode.RESTFUL
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", existing_users=("munge",))
+    assert result.returncode == 0, result.stderr
+    checkout = tmp_path / "flux-restful-api"
+    passwords = {u: box.credentials[f"password-{u}"] for u in ("peenut", "squidward")}
+    assert passwords["squidward"] == "given pass:word"
+    cfg = f"{box.mount}/config/etc/flux/config"
+    server = ["uvicorn", "app.main:app", "--host=0.0.0.0", "--port=5000"]
+    # What runs, in order: the clone, its requirements, its database and users, then the broker
+    # (as the flux user) with the server as its initial program.
+    steps = [c for c in box.calls("git", "python3", "alembic", "sudo") if "test" not in c]
+    assert steps == [
+        ["git", "clone", "-b", "main", "--depth", "1", RESTFUL_REPOSITORY, str(checkout)],
+        ["python3", "-m", "pip", "install", "-r", "requirements.txt"],
+        ["alembic", "revision", "--autogenerate", "-m", "Create initial tables"],
+        ["alembic", "upgrade", "head"],
+        ["python3", "app/db/init_db.py", "init"],
+        ["python3", "app/db/init_db.py", "add-user", "peenut", passwords["peenut"]],
+        ["python3", "app/db/init_db.py", "add-user", "squidward", "given pass:word"],
+        [*as_flux(box), "flux", "broker", "--config-path", cfg, *v1_options(box), *server],
+    ]
+    assert set(box.call_dirs("python3") + box.call_dirs("alembic")) == {str(checkout)}
+    # A persistent instance whose initial program is the server: no -Sbroker.rc2_none.
+    assert box.broker_calls() == [["broker", "--config-path", cfg, *v1_options(box), *server]]
+    (broker,) = box.broker_envs()
+    assert broker["cwd"] == str(checkout)
+    env = broker["env"]
+    assert env["FLUX_USER"] == box.credentials["restful-user"] == "flux"
+    assert env["FLUX_TOKEN"] == box.credentials["restful-token"]
+    assert env["FLUX_SECRET_KEY"] == box.credentials["restful-secret-key"]
+    assert (env["FLUX_REQUIRE_AUTH"], env["FLUX_NUMBER_NODES"], env["HOME"]) == (
+        "true",
+        "2",
+        "/home/flux",
+    )
+    # The server writes its database as the flux user.
+    assert ["chown", "-R", "flux", str(checkout)] in box.calls("chown")
+    # The token and the secret key are in no log (the pod's, or any recorded command line); the
+    # passwords only on init_db's (v1alpha1's add-user takes it there).
+    shown = result.stdout + result.stderr
+    for secret in ("restful-token", "restful-secret-key"):
+        assert box.credentials[secret] not in shown + box.logs(), secret
+    for password in passwords.values():
+        assert password not in shown
+
+
+def test_v1alpha1_restful_workers_join_as_usual(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(SPECS["v1alpha1-restful-users"][1])
+    result = box.run("wait-0.sh", hostname=f"{NAME}-1", existing_users=("munge",))
+    assert result.returncode == 0, result.stderr
+    assert box.broker_calls() == [[*start(box), *v1_options(box)]]
+    assert box.calls("git", "python3", "alembic") == []
+    assert not any(k.startswith("FLUX_TOKEN") for k in box.broker_envs()[0]["env"])
+
+
+def test_v1alpha1_multi_user_creates_users_imp_and_munge(
+    tmp_path: Path, sandbox: MakeSandbox
+) -> None:
+    import tomllib
+
+    box = sandbox(SPECS["v1alpha1-restful-users"][1])
+    result = box.run("wait-0.sh", hostname=f"{NAME}-1", existing_users=("munge",))
+    assert result.returncode == 0, result.stderr
+    # The flux user (uid 1000) and each user, without a password on any command line; then the
+    # passwords from their files, on chpasswd's standard input.
+    assert box.calls("useradd") == [
+        ["useradd", "--create-home", "--uid", "1000", "flux"],
+        ["useradd", "--create-home", "peenut"],
+        ["useradd", "--create-home", "squidward"],
+    ]
+    peenut = box.credentials["password-peenut"]
+    assert box.chpasswd_lines() == [f"peenut:{peenut}", "squidward:given pass:word"]
+    assert peenut not in result.stdout + result.stderr + box.logs()
+    # flux-security's IMP: its config, and the setuid bit.
+    imp_toml = tomllib.loads((tmp_path / "etc/flux/imp/conf.d/imp.toml").read_text())
+    shell = f"{tmp_path}/usr/libexec/flux/flux-shell"
+    assert imp_toml == {"exec": {"allowed-users": ["flux", "root"], "allowed-shells": [shell]}}
+    assert box.mode_of("/usr/libexec/flux/flux-imp") == 0o4755
+    assert tomllib.loads(box.data["broker.toml"])["exec"] == {"imp": "/usr/libexec/flux/flux-imp"}
+    # munge: the key from its Secret file, munge's own and 0400, then munged.
+    key = tmp_path / "etc/munge/munge.key"
+    assert key.read_text() == box.credentials["munge.key"]
+    assert box.mode_of("/etc/munge/munge.key") == 0o400
+    assert ["chown", "munge:", str(key)] in box.calls("chown")
+    assert box.calls("service") == [["service", "munge", "start"]]
+
+
+@pytest.mark.parametrize(
+    ("existing", "service_rc", "remove", "started", "message"),
+    [
+        (("munge",), "1", (), [["sudo", "-u", "munge", "munged"], ["munged"]], None),
+        (("munge",), "0", ("service", "munged"), [], "neither munged nor a munge service"),
+        ((), "0", (), [], "no munge user"),
+    ],
+    ids=["munged", "no-munged", "no-munge-user"],
+)
+def test_v1alpha1_munge_falls_back_then_degrades(
+    tmp_path: Path,
+    sandbox: MakeSandbox,
+    existing: tuple[str, ...],
+    service_rc: str,
+    remove: tuple[str, ...],
+    started: list[list[str]],
+    message: str | None,
+) -> None:
+    box = sandbox(SPECS["v1alpha1-restful-users"][1])
+    for tool in remove:
+        (box.bin / tool).unlink()
+    result = box.run(
+        "wait-0.sh",
+        hostname=f"{NAME}-1",
+        existing_users=existing,
+        env={"FAKE_SERVICE_RC": service_rc},
+    )
+    assert result.returncode == 0, result.stderr
+    assert [c for c in box.calls("sudo", "munged") if c[-1] == "munged"] == started
+    if message is None:
+        assert "flux-minicluster:" not in result.stderr
+    else:
+        (line,) = [x for x in result.stderr.splitlines() if x.startswith("flux-minicluster:")]
+        assert message in line
+        assert "munged is not started" in line
+    assert len(box.broker_calls()) == 1  # the broker starts all the same
+
+
+@pytest.mark.parametrize("host", [f"{NAME}-0", f"{NAME}-1"])
+def test_v1alpha1_diagnostics_then_sleep_on_every_rank(
+    tmp_path: Path, host: str, sandbox: MakeSandbox
+) -> None:
+    box = sandbox(SPECS["v1alpha1-diagnostics-cores"][1])
+    result = box.run("wait-0.sh", hostname=host)
+    assert result.returncode == 0, result.stderr
+    # Three instances, each running one probe as its initial program, then the sleep; the
+    # command itself never runs.
+    assert box.broker_calls() == [
+        [*start(box), *v1_options(box), *probe.split()] for probe in DIAGNOSTICS
+    ]
+    assert box.sleeps() == ["infinity"]
+    # Through ${asFlux}, as the container's flux user (u1 here).
+    brokers = [c for c in box.calls("sudo") if "start" in c]
+    assert [c[:3] for c in brokers] == [["sudo", "-u", "u1"]] * 3
+
+
+@pytest.mark.parametrize(
+    ("cores", "flag"), [(4, "--cores=0-3"), (2, "--cores=0-1"), (1, "--local")]
+)
+def test_v1alpha1_cores_in_r(tmp_path: Path, cores: int, flag: str, sandbox: MakeSandbox) -> None:
+    box = sandbox(v1(size=2, containers=[app(command="hostname", cores=cores)]))
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    assert ["R", "encode", f"--hosts={NAME}-[0-1]", flag] in box.flux_calls()
+
+
+def test_v1alpha1_install_root_goes_first_on_path(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(v1(flux={"installRoot": "/opt/flux"}, containers=[app(command="hostname")]))
+    (tmp_path / "opt/flux/lib/python3.12/site-packages").mkdir(parents=True)
+    probe = 'printf "%s\\n" "$PATH" "$PYTHONPATH" "$fluxroot"'
+    text = box.data["wait-0.sh"].replace("\nrc=0\n", f"\n{probe}\nexit 0\n", 1)
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", text=text)
+    assert result.returncode == 0, result.stderr
+    path, pythonpath, fluxroot = result.stdout.splitlines()[-3:]
+    assert path.startswith(f"{tmp_path}/opt/flux/bin:{box.bin}:")
+    assert pythonpath == f"{tmp_path}/opt/flux/lib/python3.12/site-packages"
+    assert fluxroot == f"{tmp_path}/opt/flux"
+
+
+def test_v1alpha1_default_install_root_leaves_path_alone(build: Build) -> None:
+    data = entrypoint_data(build(v1(containers=[app(command="hostname")])))
+    assert "/usr/bin:${PATH}" not in data["wait-0.sh"]
+    assert "export fluxroot=/usr\n" in data["wait-0.sh"]
+
+
+def test_v1alpha1_brokers_run_as_the_flux_user(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    box = sandbox(v1(size=2, containers=[app(command="hostname")]))
+    for host in (f"{NAME}-0", f"{NAME}-1"):
+        result = box.run("wait-0.sh", hostname=host)
+        assert result.returncode == 0, result.stderr
+    program = ["flux", "submit", "-n", "1", "--quiet", "--watch", "hostname"]
+    assert [c for c in box.calls("sudo") if "start" in c] == [
+        [*as_flux(box), "flux", *start(box), *v1_options(box), *program],
+        [*as_flux(box), "flux", *start(box), *v1_options(box)],
+    ]
+    # Created once (the second run found it), with v1alpha1's uid.
+    assert box.calls("useradd") == [["useradd", "--create-home", "--uid", "1000", "flux"]]
+    # It owns what the broker writes, and its private copies of the certificate and R.
+    config = box.mount / "config"
+    handed = [
+        "chown", "-R", "flux", f"{config}/var/lib/flux", f"{tmp_path}/tmp/fluxout",
+        f"{config}/run/flux", f"{config}/curve/curve.cert", f"{config}/etc/flux/system/R",
+    ]  # fmt: skip
+    assert box.calls("chown") == [handed, handed]
+    assert box.mode_of("/mnt/flux/config/curve/curve.cert") == 0o600
+    # The working directory was writable by the user (the fake sudo runs as us): left alone.
+    assert ["sudo", "-u", "flux", "test", "-w", str(box.work)] in box.calls("sudo")
+
+
+def test_v1alpha1_a_pre_that_redefines_asflux_wins(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    pre = 'asFlux="sudo -u flux -E HOME=/scratch/flux"\necho pre'
+    box = sandbox(v1(containers=[app(command="hostname", commands={"pre": pre})]))
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0", existing_users=("flux",))
+    assert result.returncode == 0, result.stderr
+    assert box.calls("useradd") == []  # the image has the user
+    (broker,) = [c for c in box.calls("sudo") if "start" in c]
+    assert broker[:5] == ["sudo", "-u", "flux", "-E", "HOME=/scratch/flux"]
+    assert broker[5:7] == ["flux", "start"]
+    assert box.broker_envs()[0]["env"]["HOME"] == "/scratch/flux"
+
+
+def test_v1alpha1_a_pre_may_create_the_flux_user_itself(
+    tmp_path: Path, sandbox: MakeSandbox
+) -> None:
+    """As in v1alpha1, a missing user is created after commands.pre, which may make it (under
+    logging.strict, v1alpha1's default, a second adduser would stop the script)."""
+    pre = 'sudo adduser --disabled-password --uid 1000 --gecos "" flux > /dev/null 2>&1'
+    box = sandbox(v1(containers=[app(command="hostname", commands={"pre": pre})]))
+    assert box.mc.spec.logging.strict
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    assert box.calls("adduser", "useradd") == [
+        ["adduser", "--disabled-password", "--uid", "1000", "--gecos", "", "flux"]
+    ]
+    assert len(box.broker_calls()) == 1
+
+
+def test_v1alpha1_run_flux_as_root_has_no_sudo(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    spec = v1(containers=[app(command="hostname", commands={"runFluxAsRoot": True})])
+    box = sandbox(spec)
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    assert box.calls("sudo", "useradd", "chown") == []
+    assert len(box.broker_calls()) == 1
+
+
+def test_v1alpha1_without_sudo_says_so(tmp_path: Path, sandbox: MakeSandbox) -> None:
+    if shutil.which("sudo", path="/usr/bin:/bin"):
+        pytest.skip("this machine has sudo where the sandbox's PATH finds it")
+    box = sandbox(v1(containers=[app(command="hostname")]))
+    (box.bin / "sudo").unlink()
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 1
+    assert "through sudo, which the application image lacks" in result.stderr
+    assert box.broker_calls() == []
+
+
+@pytest.mark.skipif(not V1ALPHA1_CORPUS.is_dir(), reason=f"no corpus at {V1ALPHA1_CORPUS}")
+def test_v1alpha1_corpus_snakemake_pre_runs_under_strict_mode(tmp_path: Path, build: Build) -> None:
+    """Its commands.pre redefines asFlux with $PYTHONPATH, which v1alpha1 always set."""
+    path = V1ALPHA1_CORPUS / "examples/tests/snakemake/minicluster.yaml"
+    box = Sandbox(tmp_path, plans.build(load_one(path))).prepared()
+    assert box.mc.spec.logging.strict
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    # Its own `sudo adduser ... flux` made the user, as in v1alpha1 (the entrypoint creates a
+    # missing user after commands.pre: before it, that adduser would fail and stop the script).
+    assert box.calls("adduser", "useradd") == [
+        ["adduser", "--disabled-password", "--uid", "1000", "--gecos", "", "flux"]
+    ]
+    (broker,) = [c for c in box.calls("sudo") if "start" in c]
+    assert broker[:5] == ["sudo", "-u", "flux", "-E", "PYTHONPATH="]
+    assert broker[-6:] == ["snakemake", "--cores", "1", "--flux", "--jobs", "1"]

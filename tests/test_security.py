@@ -75,6 +75,8 @@ def test_the_mesh_admits_its_own_pods_and_the_ports_its_services_forward_to(
             )
     declared = {p for c in [*mc.spec.containers, *mc.spec.services] if not c.run_flux
                 for p in c.ports}  # fmt: skip
+    if plans.build(mc).mode is plans.Mode.RESTFUL and mc.spec.flux_restful is not None:
+        declared.add(mc.spec.flux_restful.port)  # v1alpha1's RESTful server is there to be reached
     assert admitted == declared, "only declared ports are open to others"
 
 

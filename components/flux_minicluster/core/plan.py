@@ -29,9 +29,14 @@ from flux_minicluster.core.spec import (
     OperatorVolume,
 )
 
+# v1alpha1's flux.installRoot default: Flux from the image's packages.
+DEFAULT_INSTALL_ROOT = "/usr"
+
 __all__ = [
+    "DEFAULT_INSTALL_ROOT",
     "ConfigPaths",
     "HostEntry",
+    "Imp",
     "MiniClusterPlan",
     "Mode",
     "Role",
@@ -125,6 +130,22 @@ class MultiUser:
 
 
 @dataclass(frozen=True)
+class Imp:
+    """v1alpha1 multi-user mode: flux-security's IMP, which runs each user's job as that user.
+
+    Both paths are in the application image, under ``flux.installRoot``.
+    """
+
+    path: str
+    """``<installRoot>/libexec/flux/flux-imp``: made setuid at start; broker.toml's [exec] imp."""
+    shell: str
+    """``<installRoot>/libexec/flux/flux-shell``: the one shell imp.toml allows."""
+    allowed_users: tuple[str, ...]
+    """Who may run ``flux-imp exec`` (imp.toml's allowed-users): the instance owner, the user
+    the broker runs as, and root, as v1alpha1 allowed."""
+
+
+@dataclass(frozen=True)
 class MiniClusterPlan:
     """A validated MiniCluster and every fact derived from it, each computed once."""
 
@@ -155,6 +176,11 @@ class MiniClusterPlan:
     """v1alpha1: the user the broker runs as (None: the container's own user)."""
     install_root: str | None = None
     """v1alpha1: where Flux is installed in the application image."""
+    v1alpha1: bool = False
+    """Read from a v1alpha1 document (its conversion always sets ``flux.installRoot``): the
+    entrypoint keeps v1alpha1's ``asFlux`` for every broker and installs and starts munge."""
+    imp: Imp | None = None
+    """Multi-user mode's IMP (None without ``spec.users``)."""
 
     @property
     def name(self) -> str:
@@ -232,6 +258,8 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
         munge_secret=spec.flux.munge_secret or (names.munge_secret if spec.users else None),
         flux_user=_flux_user(spec.containers[flux_index]),
         install_root=spec.flux.install_root,
+        v1alpha1=spec.flux.install_root is not None,
+        imp=_imp(spec, spec.containers[flux_index]),
     )
 
 
@@ -275,6 +303,20 @@ def _flux_user(flux: Container) -> FluxUser | None:
     if flux.flux_user is None or flux.commands.run_flux_as_root:
         return None
     return flux.flux_user
+
+
+def _imp(spec: MiniClusterSpec, flux: Container) -> Imp | None:
+    """Multi-user mode's IMP, under installRoot (``/usr`` when a spec leaves it unset)."""
+    if not spec.users:
+        return None
+    libexec = _join(spec.flux.install_root or DEFAULT_INSTALL_ROOT, "libexec/flux")
+    user = _flux_user(flux)
+    owner = user.name if user is not None else "root"
+    return Imp(
+        path=f"{libexec}/flux-imp",
+        shell=f"{libexec}/flux-shell",
+        allowed_users=tuple(dict.fromkeys((owner, "root"))),
+    )
 
 
 def _quorum(spec: MiniClusterSpec) -> int | None:

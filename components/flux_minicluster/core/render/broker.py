@@ -2,8 +2,9 @@
 
 A Flux broker takes its rank from the position of its own hostname in ``[bootstrap] hosts``; the
 plan decides that order (``plan.host_entries``), and this module only writes it down, with every
-value escaped as a TOML string. ``flux.brokerConfig`` replaces the generated file entirely (it
-was checked when the spec was validated).
+value escaped as a TOML string. In v1alpha1's multi-user mode it also names the IMP (``[exec]
+imp``). ``flux.brokerConfig`` replaces the generated file entirely (it was checked when the spec
+was validated).
 """
 
 from __future__ import annotations
@@ -48,4 +49,5 @@ def broker_toml(plan: MiniClusterPlan) -> str:
         default_connect=f"tcp://%h.{plan.names.domain}:%p",
         hosts_block=hosts_block(plan.host_entries),
         queue_policy=plan.spec.flux.scheduler.queue_policy,
+        imp=plan.imp.path if plan.imp is not None else "",
     )

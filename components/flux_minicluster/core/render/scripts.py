@@ -31,6 +31,15 @@ operator user finds what they know, with its bugs fixed rather than copied:
   (``-Stbon.zmqdebug=1``) at a stderr level of at least LOG_ERR, ``logging.quiet`` included:
   a certificate that differs between the root and a burst is otherwise silent on both sides.
 
+A v1alpha1 MiniCluster gets what v1alpha1's entrypoint did, through the same templates (a v1alpha2
+spec renders exactly as before): Flux from the image under ``flux.installRoot``; every broker
+started through ``${asFlux}`` (``sudo -u <fluxUser> ...``, which ``commands.pre`` may redefine);
+the Flux user and ``spec.users`` created, each password read from its Secret file; the IMP's
+config and setuid bit, the munge key installed and munged started; ``--cores`` for R;
+``diagnostics``; and the RESTful API server at rank 0. Without v1alpha1's bugs: no password or
+token is ever printed, the working directory is not made world-writable, and a RESTful rank 0
+runs its server as the initial program (v1alpha1's ``-Sbroker.rc2_none`` is for a bare broker).
+
 The rendered text depends on the spec only (mappings are sorted), so the same spec always
 gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods, replaced.
 """
@@ -38,7 +47,7 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 from __future__ import annotations
 
 from flux_minicluster.core import layout, templating
-from flux_minicluster.core.plan import MiniClusterPlan, Mode, Role
+from flux_minicluster.core.plan import DEFAULT_INSTALL_ROOT, Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml
 from flux_minicluster.core.spec import DEFAULT_LOGS_DIR, Container
 from flux_minicluster.core.templating import shquote
@@ -89,6 +98,17 @@ JOIN_FAILED_STATUS = 78
 # syslog's LOG_ERR: the least a bursting group's brokers print on stderr, so that a refused
 # handshake (logged at LOG_ERR with tbon.zmqdebug) shows even with logging.quiet.
 LOG_ERR = 3
+# v1alpha1's RESTful API server: cloned at start into this directory (v1alpha1's), served by
+# uvicorn as rank 0's initial program.
+RESTFUL_REPOSITORY = "https://github.com/flux-framework/flux-restful-api"
+RESTFUL_DIR = "/flux-restful-api"
+RESTFUL_SERVER = "uvicorn app.main:app --host=0.0.0.0 --port={port}"
+# v1alpha1's multi-user mode: flux-security's IMP config, and where munged wants its key.
+IMP_CONFIG_DIR = "/etc/flux/imp/conf.d"
+IMP_CONFIG = f"{IMP_CONFIG_DIR}/imp.toml"
+MUNGE_KEY = "/etc/munge/munge.key"
+# v1alpha1's diagnostics: what each broker shows before the container sleeps.
+DIAGNOSTICS = ("flux overlay status", "flux lsattr -v", "flux dmesg")
 
 
 def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
@@ -132,6 +152,8 @@ def wait_script(plan: MiniClusterPlan) -> str:
     elif mode is Mode.BATCH:
         inner = f"flux batch {flags} --flags waitable {BATCH_FILE} && flux job wait --all"
         program = f"sh -c {shquote(inner)}"
+    elif plan.mode is Mode.RESTFUL and spec.flux_restful is not None:
+        program = RESTFUL_SERVER.format(port=int(spec.flux_restful.port))
     prefix = _text(container.commands.prefix)
     if program and prefix:
         program = f"{prefix} {program}"
@@ -176,6 +198,7 @@ def wait_script(plan: MiniClusterPlan) -> str:
             if spec.logging.timed
             else ""
         ),
+        **_v1alpha1(plan),
     )
 
 
@@ -228,7 +251,65 @@ def _common(plan: MiniClusterPlan, container: Container) -> dict[str, object]:
         "timed": spec.logging.timed,
         "time_bin": TIME_BIN,
         "init": _text(container.commands.init),
+        "install_root": _install_root(plan),
     }
+
+
+def _install_root(plan: MiniClusterPlan) -> str:
+    """flux.installRoot when the image's Flux must be put on PATH: no view, and not in /usr."""
+    root = plan.install_root
+    if plan.spec.flux.container.disable and root and root.rstrip("/") not in ("", "/usr"):
+        return root
+    return ""
+
+
+def _v1alpha1(plan: MiniClusterPlan) -> dict[str, object]:
+    """What wait.sh.j2 needs for v1alpha1's entrypoint behaviours (all off for v1alpha2)."""
+    container = plan.flux_container
+    restful = plan.spec.flux_restful if plan.mode is Mode.RESTFUL else None
+    users = plan.multi_user.users if plan.multi_user is not None else ()
+    cores = container.cores or 0
+    imp = plan.imp
+    return {
+        "v1alpha1": plan.v1alpha1,
+        "v1alpha1_root": plan.install_root or DEFAULT_INSTALL_ROOT,
+        "as_flux": "${asFlux} " if plan.v1alpha1 else "",
+        "flux_user": plan.flux_user,
+        "users": [
+            {"name": user, "password_file": _credential(layout.user_password(user))}
+            for user in users
+        ],
+        "imp": imp,
+        "imp_dir": IMP_CONFIG_DIR,
+        "imp_config": IMP_CONFIG,
+        "imp_toml": _imp_toml(imp) if imp is not None else "",
+        "munge": plan.v1alpha1 and plan.munge_secret is not None,
+        "munge_key": MUNGE_KEY,
+        "munge_source": f"{layout.MUNGE_DIR}/{layout.MUNGE_KEY}",
+        "cores": f"0-{cores - 1}" if cores > 1 else "",
+        "diagnostics": DIAGNOSTICS if container.diagnostics else (),
+        "restful": restful,
+        "restful_dir": RESTFUL_DIR,
+        "restful_repository": RESTFUL_REPOSITORY,
+        "restful_files": {
+            "user": _credential(layout.RESTFUL_USER),
+            "token": _credential(layout.RESTFUL_TOKEN),
+            "secret_key": _credential(layout.RESTFUL_SECRET_KEY),
+        },
+        "size": plan.spec.size,
+    }
+
+
+def _credential(key: str) -> str:
+    """Where a key of the RESTful or users Secret is mounted (read-only, one file per key)."""
+    return f"{layout.CREDENTIALS_DIR}/{key}"
+
+
+def _imp_toml(imp: Imp) -> str:
+    """flux-security's IMP config: who may run ``flux-imp exec``, and the one shell it runs."""
+    toml = templating.toml_string
+    users = ", ".join(toml(user) for user in imp.allowed_users)
+    return f"[exec]\nallowed-users = [ {users} ]\nallowed-shells = [ {toml(imp.shell)} ]\n"
 
 
 def _flags(plan: MiniClusterPlan) -> str:
@@ -264,8 +345,9 @@ def _broker_options(plan: MiniClusterPlan) -> list[str]:
         shquote(f"-Sstatedir={paths.state_dir}"),
         "-Slog-stderr-mode=local",
     ]
-    if plan.persistent:
-        # No initial program: the instance stays up until `flux shutdown` or deletion.
+    if plan.persistent and plan.mode is not Mode.RESTFUL and not plan.flux_container.diagnostics:
+        # No initial program: the instance stays up until `flux shutdown` or deletion. (The
+        # RESTful server is an initial program; diagnostics run three.)
         options.append("-Sbroker.rc2_none")
     if not flux.disable_socket:
         options.append(shquote(f"-Slocal-uri=local://{paths.socket}"))
