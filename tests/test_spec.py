@@ -255,6 +255,24 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "not a Kubernetes quantity",
     ),
     (
+        "request above its limit",
+        {"spec.containers.0.resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}},
+        "spec.containers[0].resources",
+        "'2' is more than the limit '1500m'",
+    ),
+    (
+        "negative request",
+        {"spec.containers.0.resources": {"requests": {"memory": "-1Gi"}}},
+        "spec.containers[0].resources",
+        "must be at least 0",
+    ),
+    (
+        "unqualified extended resource",
+        {"spec.containers.0.resources": {"limits": {"gpu": 1}}},
+        "spec.containers[0].resources",
+        "fully qualified extended resource such as nvidia.com/gpu",
+    ),
+    (
         "bad overhead quantity",
         {"spec.pod.resources": {"memory": "10GG"}},
         "spec.pod.resources",

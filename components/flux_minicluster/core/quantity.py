@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Mapping
 from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["is_quantity", "parse_quantity"]
+from flux_minicluster.core import names
+
+__all__ = ["is_quantity", "parse_quantity", "resource_problems"]
+
+# The resources a container may name without a domain (besides hugepages-<size>).
+CONTAINER_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 
 _QUANTITY_RE: Final = re.compile(
     r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
@@ -99,3 +105,44 @@ def is_quantity(value: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+def resource_problems(limits: Mapping[str, Any], requests: Mapping[str, Any]) -> Iterator[str]:
+    """What the API server refuses in a container's ``resources``, as ``<field>[<name>]: why``.
+
+    Known resource names (or a fully qualified extended resource), quantities of at least 0, and
+    no request above its limit. Spec validation and ``kubecheck`` both ask this, so that a spec
+    that validates renders objects the API server takes.
+    """
+    amounts: dict[str, dict[str, tuple[Decimal, Any]]] = {}
+    for field, values in (("limits", limits), ("requests", requests)):
+        for name, value in values.items():
+            if msg := _resource_name(str(name)):
+                yield f"{field}[{name!r}]: {msg}"
+            try:
+                amount = parse_quantity(value)
+            except (TypeError, ValueError):
+                yield f"{field}[{name!r}]: {value!r} is not a Kubernetes quantity"
+                continue
+            if amount < 0:
+                yield f"{field}[{name!r}]: must be at least 0, got {value!r}"
+            amounts.setdefault(field, {})[str(name)] = (amount, value)
+    for name, (request, shown) in amounts.get("requests", {}).items():
+        limit = amounts.get("limits", {}).get(name)
+        if limit is not None and request > limit[0]:
+            yield (
+                f"requests[{name!r}]: {shown!r} is more than the limit {limit[1]!r} "
+                "(a request must be at most its limit)"
+            )
+
+
+def _resource_name(name: str) -> str | None:
+    """Why a container may not request ``name`` (None when it may)."""
+    if "/" not in name:
+        if name in CONTAINER_RESOURCES or name.startswith("hugepages-"):
+            return None
+        return (
+            "must be cpu, memory, ephemeral-storage, hugepages-<size> or a fully qualified "
+            "extended resource such as nvidia.com/gpu"
+        )
+    return names.label_key(name)

@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from flux_minicluster.core import layout
-from flux_minicluster.core.quantity import parse_quantity
+from flux_minicluster.core.quantity import parse_quantity, resource_problems
 
 API_GROUP = "flux-framework.org"
 API_VERSION = f"{API_GROUP}/v1alpha2"
@@ -178,6 +178,14 @@ class Resources(SpecModel):
     claims: list[ResourceClaim] = Field(default_factory=list)
 
     _limits = field_validator("limits", "requests")(_check_quantities)
+
+    @model_validator(mode="after")
+    def _acceptable(self) -> Resources:
+        # What the API server would refuse when the Job is created, after the rest is.
+        problems = list(resource_problems(self.limits, self.requests))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class Toleration(SpecModel):

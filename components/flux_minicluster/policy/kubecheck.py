@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from flux_minicluster.core import names
 from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS
-from flux_minicluster.core.quantity import parse_quantity
+from flux_minicluster.core.quantity import resource_problems
 
 __all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_errors"]
 
@@ -47,8 +47,6 @@ _RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 _JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 _DNS_POLICIES: Final = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 _COMPLETION_MODES: Final = ("NonIndexed", "Indexed")
-# Resource names a container may request without a domain prefix (hugepages-<size> too).
-_CONTAINER_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 _SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 _NODE_SELECTOR_OPERATORS: Final = (*_SELECTOR_OPERATORS, "Gt", "Lt")
 _TOLERATION_OPERATORS: Final = ("Exists", "Equal")
@@ -303,40 +301,11 @@ def _volume_source(where: str, volume: Mapping[str, Any]) -> Iterator[str]:
         yield f"{where}.persistentVolumeClaim.claimName: required (must not be empty)"
 
 
-def _resource_name(name: str) -> str | None:
-    """Why a container may not request ``name`` (None when it may)."""
-    if "/" not in name:
-        if name in _CONTAINER_RESOURCES or name.startswith("hugepages-"):
-            return None
-        return (
-            "must be cpu, memory, ephemeral-storage, hugepages-<size> or a fully qualified "
-            "extended resource such as nvidia.com/gpu"
-        )
-    return names.label_key(name)
-
-
 def _resources(where: str, resources: Mapping[str, Any]) -> Iterator[str]:
     """Requests and limits: known resource names, quantities of at least 0, requests <= limits."""
-    amounts: dict[str, dict[str, Any]] = {}
-    for field in ("limits", "requests"):
-        for name, value in _mapping(resources.get(field)).items():
-            if msg := _resource_name(str(name)):
-                yield f"{where}.{field}[{name!r}]: {msg}"
-            try:
-                amount = parse_quantity(value)
-            except (TypeError, ValueError):
-                yield f"{where}.{field}[{name!r}]: {value!r} is not a Kubernetes quantity"
-                continue
-            if amount < 0:
-                yield f"{where}.{field}[{name!r}]: must be at least 0, got {value!r}"
-            amounts.setdefault(field, {})[str(name)] = (amount, value)
-    for name, (request, shown) in amounts.get("requests", {}).items():
-        limit = amounts.get("limits", {}).get(name)
-        if limit is not None and request > limit[0]:
-            yield (
-                f"{where}.requests[{name!r}]: {shown!r} is more than the limit {limit[1]!r} "
-                "(a request must be at most its limit)"
-            )
+    limits, requests = _mapping(resources.get("limits")), _mapping(resources.get("requests"))
+    for problem in resource_problems(limits, requests):
+        yield f"{where}.{problem}"
 
 
 def _selector_terms(where: str, expressions: Any, operators: tuple[str, ...]) -> Iterator[str]:
