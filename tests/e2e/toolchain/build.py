@@ -296,7 +296,15 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
             go_directive="1.26",
             finish=_copy_kwok_stages,
         ),
+        # Programs in TypeScript, Go and YAML: toolchain/languages.py, given this module's helpers.
+        *_language_pieces(p),
     ]
+
+
+def _language_pieces(p: dict[str, str]) -> list[Piece]:
+    import languages  # beside this file
+
+    return languages.pieces(p, sys.modules[__name__])
 
 
 class PieceError(Exception):
