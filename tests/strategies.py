@@ -273,8 +273,21 @@ def container_volumes(draw: st.DrawFn, pool: VolumePool) -> dict[str, Json]:
 
 @functools.cache
 def resources() -> st.SearchStrategy[dict[str, Json]]:
+    """A container's requests and limits; a request is at most its limit (the API server refuses
+    more, and so does validation), so a larger request is lowered to the limit."""
     amounts = st.dictionaries(st.sampled_from(["cpu", "memory"]), quantities(), max_size=2)
-    return st.fixed_dictionaries({}, optional={"limits": amounts, "requests": amounts})
+    drawn = st.fixed_dictionaries({}, optional={"limits": amounts, "requests": amounts})
+    return drawn.map(_requests_within_limits)
+
+
+def _requests_within_limits(resources: dict[str, Json]) -> dict[str, Json]:
+    from flux_minicluster.core.quantity import parse_quantity
+
+    limits = resources.get("limits", {})
+    for name, request in resources.get("requests", {}).items():
+        if name in limits and parse_quantity(request) > parse_quantity(limits[name]):
+            resources["requests"][name] = limits[name]
+    return resources
 
 
 @functools.cache
