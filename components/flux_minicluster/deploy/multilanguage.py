@@ -240,15 +240,23 @@ def _complete(spec: dict[str, Any]) -> dict[str, Any]:
         described_by = _DESCRIBED_BY.get(token.rsplit(":", 1)[-1])
         if described_by is not None:
             _describe(analyzer, definition.get("properties", {}), described_by)
+    # As Pulumi reads a schema (``pulumi package get-schema`` prints it so): no empty
+    # dependencies, a config section, and the spec's description once, not on its values too.
+    resource["inputProperties"]["spec"]["additionalProperties"].pop("description", None)
+    if not spec.get("dependencies"):
+        spec.pop("dependencies", None)
+    spec.setdefault("config", {})
     return typing.cast(dict[str, Any], _prose(spec))
 
 
 def _prose(value: Any) -> Any:
-    """Descriptions for every language: one paragraph, Markdown code, schema (camelCase) names."""
+    """Descriptions for every language: one paragraph, Markdown code, schema (camelCase) names;
+    no null values (Pulumi's schema reader drops them)."""
     if isinstance(value, dict):
         return {
             key: _markdown(item) if key == "description" and isinstance(item, str) else _prose(item)
             for key, item in value.items()
+            if item is not None
         }
     if isinstance(value, list):
         return [_prose(item) for item in value]
