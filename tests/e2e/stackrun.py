@@ -311,15 +311,38 @@ def child_operation(
 
 
 def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
-    """Send ``sig`` to the child's whole session (its CLI and plugins, which may outlive the
-    child itself), then reap the child."""
+    """Send ``sig`` to the child and every process it started: its session (the CLI) and, by
+    pid, each descendant in a process group of its own (the CLI starts each plugin in one, and
+    a provider plugin outlives a killed CLI); then reap the child."""
+    tree = descendants(proc.pid)
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+    for pid in tree:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc), nearest first."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(0), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def _child(argv: list[str]) -> int:
