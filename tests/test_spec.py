@@ -273,6 +273,52 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "fully qualified extended resource such as nvidia.com/gpu",
     ),
     (
+        "toleration with a bad key",
+        {"spec.pod.tolerations": [{"key": "gpu vendor", "operator": "Exists"}]},
+        "spec.pod.tolerations[0].key",
+        "label",
+    ),
+    (
+        "toleration without a key that is not Exists",
+        {"spec.pod.tolerations": [{"operator": "Equal", "value": "x"}]},
+        "spec.pod.tolerations[0].operator",
+        "must be Exists when the key is empty",
+    ),
+    (
+        "toleration with a bad value",
+        {"spec.pod.tolerations": [{"key": "gpu", "value": "a b"}]},
+        "spec.pod.tolerations[0].value",
+        "label value",
+    ),
+    (
+        "node affinity value that is no label value",
+        {"spec.pod.nodeAffinity": {"zone": ["'; touch pwned; '"]}},
+        "spec.pod.nodeAffinity.zone",
+        "value",
+    ),
+    (
+        "runtime class that is no DNS subdomain",
+        {"spec.pod.runtimeClassName": "n "},
+        "spec.pod.runtimeClassName",
+        "DNS-1123 subdomain",
+    ),
+    (
+        "csi driver that is a path",
+        {"spec.containers.0.volumes": {"data": {"path": "/data", "csiDriver": "/var/tmp/run"}}},
+        "spec.containers[0].volumes.data.csiDriver",
+        "DNS-1123 subdomain of at most 63 characters",
+    ),
+    (
+        "empty item path",
+        {
+            "spec.containers.0.volumes": {
+                "cfg": {"path": "/cfg", "configMapName": "c", "items": {"k": ""}}
+            }
+        },
+        "spec.containers[0].volumes.cfg.items.k",
+        "non-empty relative path",
+    ),
+    (
         "bad overhead quantity",
         {"spec.pod.resources": {"memory": "10GG"}},
         "spec.pod.resources",

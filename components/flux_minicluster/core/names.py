@@ -104,6 +104,17 @@ def dns1123_subdomain(value: str) -> str | None:
     return _SUBDOMAIN_RULE + _too_long(value, SUBDOMAIN_MAX)
 
 
+def csi_driver(value: str) -> str | None:
+    """A CSI driver's name: a DNS-1123 subdomain of at most 63 characters."""
+    if len(value) <= LABEL_MAX and dns1123_subdomain(value) is None:
+        return None
+    return (
+        "must be a DNS-1123 subdomain of at most 63 characters (a CSI driver's name, e.g. "
+        "csi.example.com): dot-separated parts of lowercase letters, digits or '-', each "
+        "starting and ending with a letter or digit" + _too_long(value, LABEL_MAX)
+    )
+
+
 def label_value(value: str) -> str | None:
     """Label values; empty is allowed, as Kubernetes allows it."""
     if not value or (len(value) <= LABEL_MAX and _QUALIFIED_NAME_RE.fullmatch(value)):

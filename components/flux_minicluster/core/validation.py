@@ -432,10 +432,10 @@ def _check_volume(
     if vol.items and kind not in ("configMap", "secret"):
         yield Problem(f"{path}.items", "only a configMap or secret volume has items")
     for key, item_path in vol.items.items():
-        if item_path.startswith("/") or ".." in item_path.split("/"):
+        if not item_path or item_path.startswith("/") or ".." in item_path.split("/"):
             yield Problem(
                 key_path(f"{path}.items", key),
-                f"must be a relative path without '..', got {item_path!r}",
+                f"must be a non-empty relative path without '..', got {item_path!r}",
             )
     if (vol.empty_dir_medium or vol.empty_dir_size_limit is not None) and not vol.empty_dir:
         yield Problem(path, "emptyDirMedium and emptyDirSizeLimit need emptyDir: true")
@@ -446,6 +446,8 @@ def _check_volume(
         )
     if vol.csi_driver_attributes and not vol.csi_driver:
         yield Problem(f"{path}.csiDriverAttributes", "needs csiDriver")
+    if vol.csi_driver and (msg := names.csi_driver(vol.csi_driver)):
+        yield Problem(f"{path}.csiDriver", msg)
     for field, value in (
         ("configMapName", vol.config_map_name),
         ("secretName", vol.secret_name),
@@ -597,14 +599,29 @@ def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
             yield Problem(
                 key_path("spec.pod.nodeAffinity", key), "needs at least one value to match"
             )
+        for value in values:
+            if msg := names.label_value(value):
+                yield Problem(key_path("spec.pod.nodeAffinity", key), f"value {msg}")
+    for i, toleration in enumerate(pod.tolerations):
+        where = f"spec.pod.tolerations[{i}]"
+        if toleration.key and (msg := names.label_key(toleration.key)):
+            yield Problem(f"{where}.key", msg)
+        if not toleration.key and toleration.operator != "Exists":
+            yield Problem(f"{where}.operator", "must be Exists when the key is empty")
+        if toleration.value and (msg := names.label_value(toleration.value)):
+            yield Problem(f"{where}.value", msg)
     if pod.resources and not pod.runtime_class_name:
         yield Problem(
             "spec.pod.resources",
             "becomes the pod overhead, which Kubernetes accepts only with "
             "spec.pod.runtimeClassName (a RuntimeClass that defines overhead)",
         )
-    if pod.service_account_name and (msg := names.dns1123_subdomain(pod.service_account_name)):
-        yield Problem("spec.pod.serviceAccountName", msg)
+    for class_field, class_name in (
+        ("serviceAccountName", pod.service_account_name),
+        ("runtimeClassName", pod.runtime_class_name),
+    ):
+        if class_name and (msg := names.dns1123_subdomain(class_name)):
+            yield Problem(f"spec.pod.{class_field}", msg)
     if mc.spec.archive and mc.spec.archive.path and not mc.spec.archive.path.startswith("/"):
         yield Problem("spec.archive.path", "must be an absolute path")
 

@@ -291,11 +291,8 @@ def _volume_source(where: str, volume: Mapping[str, Any]) -> Iterator[str]:
     csi = volume.get("csi")
     if isinstance(csi, Mapping):
         driver = csi.get("driver")
-        if not isinstance(driver, str) or len(driver) > 63 or names.dns1123_subdomain(driver):
-            yield (
-                f"{where}.csi.driver: must be a DNS-1123 subdomain of at most 63 characters, "
-                f"got {driver!r}"
-            )
+        if not isinstance(driver, str) or (msg := names.csi_driver(driver)):
+            yield f"{where}.csi.driver: {msg if isinstance(driver, str) else 'required'}"
     claim = volume.get("persistentVolumeClaim")
     if isinstance(claim, Mapping) and not claim.get("claimName"):
         yield f"{where}.persistentVolumeClaim.claimName: required (must not be empty)"
