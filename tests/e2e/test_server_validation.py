@@ -44,6 +44,7 @@ from flux_minicluster.policy import kubecheck
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+RESTRICTED_EXAMPLE = "restricted.yaml"  # written to pass Pod Security's restricted level
 COMPAT = REPO.parent / "shared" / "compat" / "flux-operator-tests"
 CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text()
 PINS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["flux-minicluster"]["toolchain"]
@@ -923,6 +924,9 @@ def test_examples_pass_pod_security_baseline(
         e2e_report(f"{path.name}: hostPath, refused by baseline: {_pss_reasons(baseline)}")
         return
     assert all(ok for ok, _ in baseline.values()), baseline
+    if path.name == RESTRICTED_EXAMPLE:
+        # The README's recipe for the restricted level: it must hold on a real API server.
+        assert all(ok for ok, _ in restricted.values()), _pss_reasons(restricted)
     if all(ok for ok, _ in restricted.values()):
         e2e_report(f"{path.name}: baseline yes, restricted yes")
     else:

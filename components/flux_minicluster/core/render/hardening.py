@@ -61,7 +61,9 @@ def container_context(
     capabilities: dict[str, Any] = {}
     if user and user.capabilities and user.capabilities.add:
         capabilities["add"] = list(user.capabilities.add)
-    all_drops = list(dict.fromkeys([*drops, *user_drops]))
+    # Dropping ALL already drops ours: the user's list is then the whole of it.
+    dropped_all = any(c.upper() == "ALL" for c in user_drops)
+    all_drops = list(dict.fromkeys(user_drops if dropped_all else [*drops, *user_drops]))
     if all_drops:
         capabilities["drop"] = all_drops
     out: dict[str, Any] = {}
