@@ -512,6 +512,7 @@ def test_outputs_resolve(run_pulumi: Run) -> None:
         "restful_url": None,
         "restful_user": None,
         "restful_token": None,
+        "restful_secret_key": None,
     }
     assert isinstance(values["size"], int)
     assert isinstance(values["max_size"], int)

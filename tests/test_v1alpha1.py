@@ -287,7 +287,7 @@ def test_the_component_exports_the_restful_server_and_keeps_its_secrets(
 
     def program() -> None:
         cluster = MiniCluster("mc", {"spec": spec})
-        for name in ("restful_url", "restful_user", "restful_token"):
+        for name in ("restful_url", "restful_user", "restful_token", "restful_secret_key"):
             pulumi.export(name, getattr(cluster, name))
 
     runs = [run_pulumi(program, mocks=MiniClusterMocks(curve_cert=curve_cert)) for _ in (1, 2)]
@@ -296,6 +296,9 @@ def test_the_component_exports_the_restful_server_and_keeps_its_secrets(
     assert exports["restful_user"].value == "flux"
     assert exports["restful_token"].secret
     assert exports["restful_token"].value == credentials.restful_token(curve_cert)
+    # The client signs its token requests with the server's key: given, or derived.
+    assert exports["restful_secret_key"].secret
+    assert exports["restful_secret_key"].value == credentials.restful_secret_key(curve_cert)
 
     def munge(run: Any) -> tuple[Any, bool]:
         (secret,) = [r for r in run.resources if r.name == "mc-secret-mc-munge"]

@@ -297,7 +297,6 @@ def expand(
         opts=child_opts(None, extra_depends_on=[job], deleted_with=job),
     )
 
-    restful_url, restful_user, restful_token = _restful_outputs(plan, replacements)
     published: dict[str, pulumi.Output[Any]] = {
         # Tied to the resources, so that a consumer of these names waits for the objects.
         "job_name": cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name)),
@@ -311,9 +310,7 @@ def expand(
         "max_size": pulumi.Output.from_input(plan.spec.max_size),
         "curve_public_key": public_key,
         "curve_cert": certificate,
-        "restful_url": restful_url,
-        "restful_user": restful_user,
-        "restful_token": restful_token,
+        **_restful_outputs(plan, replacements),
     }
     for name, value in published.items():
         setattr(component, name, value)
@@ -338,21 +335,31 @@ def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
 
 def _restful_outputs(
     plan: plans.MiniClusterPlan, replacements: Mapping[str, pulumi.Output[str]]
-) -> tuple[pulumi.Output[str | None], pulumi.Output[str | None], pulumi.Output[str | None]]:
-    """The RESTful server's URL, user and token (secret); all None without the server."""
+) -> dict[str, pulumi.Output[str | None]]:
+    """The RESTful server's URL and user, and its token and secret key (secret); None without
+    the server. A client needs all four (flux-restful-client: FLUX_USER, FLUX_TOKEN and
+    FLUX_SECRET_KEY, which signs the request for an access token)."""
     restful = plan.spec.flux_restful
+    names = ("restful_url", "restful_user", "restful_token", "restful_secret_key")
     if plan.mode is not plans.Mode.RESTFUL or restful is None:
-        none: pulumi.Output[str | None] = pulumi.Output.from_input(None)
-        return none, none, none
+        return {name: pulumi.Output.from_input(None) for name in names}
     url = f"http://{plan.names.restful_service}.{plan.namespace}.svc.cluster.local:{restful.port}"
     token: pulumi.Input[str] = (
         restful.token if restful.token is not None else replacements[placeholders.RESTFUL_TOKEN]
     )
-    return (
-        pulumi.Output.from_input(url),
-        pulumi.Output.from_input(restful.username or credentials.DEFAULT_RESTFUL_USER),
-        pulumi.Output.secret(token),
+    secret_key: pulumi.Input[str] = (
+        restful.secret_key
+        if restful.secret_key is not None
+        else replacements[placeholders.RESTFUL_SECRET_KEY]
     )
+    return {
+        "restful_url": pulumi.Output.from_input(url),
+        "restful_user": pulumi.Output.from_input(
+            restful.username or credentials.DEFAULT_RESTFUL_USER
+        ),
+        "restful_token": pulumi.Output.secret(token),
+        "restful_secret_key": pulumi.Output.secret(secret_key),
+    }
 
 
 def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

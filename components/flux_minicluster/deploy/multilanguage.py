@@ -12,8 +12,9 @@ call ``minicluster.prepare`` and ``minicluster.expand``. The schema differs only
   plain, known when the program runs, because it is validated before anything is registered;
 * ``wait``, ``keygen.strategy`` and ``keygen.containerRuntime`` are enums;
 * every description is the Python face's docstring, unless this face says otherwise;
-* the schema marks ``curveCert`` (input and output) and ``restfulToken`` secret, which the
-  annotations cannot say: generated SDKs then keep them secret too.
+* the schema marks ``curveCert`` (input and output), ``restfulToken`` and
+  ``restfulSecretKey`` secret, which the annotations cannot say: generated SDKs then keep them
+  secret too.
 
 Two things the SDK's provider does not do for a Python component are done here. An object input
 that arrives as an Output (``burstGroup`` from a StackReference) would be mapped to an empty
@@ -65,7 +66,7 @@ __all__ = [
 PACKAGE: Final = minicluster.TYPE.split(":", 1)[0]
 # (inputProperties|properties, name): the values the schema marks secret.
 SECRETS: Final = (("inputProperties", "curveCert"), ("properties", "curveCert"),
-                  ("properties", "restfulToken"))  # fmt: skip
+                  ("properties", "restfulToken"), ("properties", "restfulSecretKey"))  # fmt: skip
 
 
 class Wait(StrEnum):

@@ -43,7 +43,11 @@ class MiniClusterOutputs(pulumi.ComponentResource):
     """The RESTful API's user (unset without the server)."""
     restful_token: pulumi.Output[str | None]
     """The RESTful API's token, secret (unset without the server)."""
+    restful_secret_key: pulumi.Output[str | None]
+    """The key a RESTful client signs its token requests with, secret (unset without the
+    server)."""
 
 
-# The outputs in the order they are registered; ``curve_cert`` and ``restful_token`` are secret.
+# The outputs in the order they are registered; ``curve_cert``, ``restful_token`` and
+# ``restful_secret_key`` are secret.
 OUTPUTS: Final[tuple[str, ...]] = tuple(MiniClusterOutputs.__annotations__)
