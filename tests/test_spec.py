@@ -629,14 +629,20 @@ def test_all_problems_are_reported_at_once() -> None:
         ("- a\n- b\n", "expected a mapping"),
         ("a: [1,\n", "invalid YAML"),
         ("a: 1\na: 2\n", "duplicate key"),
-        ("kind: Pod\nmetadata: {name: p}\nspec: {}\n", "must be 'MiniCluster'"),
+        # Another kind of object: the kind, not a list of fields a MiniCluster lacks.
+        (
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: p}\n"
+            "spec: {capacity: {storage: 1Gi}, hostPath: {path: /d}}\n",
+            "kind: must be 'MiniCluster', got 'PersistentVolume'",
+        ),
     ],
 )
 def test_bad_files_are_one_clear_problem(text: str, fragment: str) -> None:
     with pytest.raises(SpecError) as info:
         load_text(text, source="f.yaml")
-    assert any(fragment in line for line in info.value.lines()), info.value.lines()
-    assert all(line.startswith("f.yaml: ") for line in info.value.lines())
+    (line,) = info.value.lines()
+    assert fragment in line
+    assert line.startswith("f.yaml: ")
 
 
 def test_multi_document_files_name_the_document() -> None:

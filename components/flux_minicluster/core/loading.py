@@ -80,6 +80,9 @@ def parse(
         )
     elif documents.is_document(document):
         problems += _check_header(document)
+        if any(p.path == "kind" for p in problems):
+            # Another kind of object: its fields would only add noise to the one real problem.
+            raise SpecError([p for p in problems if p.path == "kind"], source=source)
         try:
             metadata = Metadata.model_validate(document.get("metadata") or {})
         except ValidationError as err:
