@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 import zmq
+from corpus import V1ALPHA2
 
 from flux_minicluster.core.certificate import (
     CertificateError,
@@ -28,8 +29,7 @@ from flux_minicluster.core.certificate import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-OPERATOR_SAMPLE = SHARED / "compat" / "flux-operator-tests" / "custom-config" / "minicluster.yaml"
+OPERATOR_SAMPLE = V1ALPHA2 / "custom-config" / "minicluster.yaml"
 
 PUBLIC = "dnMzaCkQOzL:=Obdhkry[a8:^aBY:o.=%f8*}Rr5"
 SECRET = "bAExaWUAsAbAC]1jk-bZ/jTX*vewCmS(csdv>mM+"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from corpus import EXAMPLES, spec_files
 
 from flux_minicluster.core import certificate, layout, placeholders
 from flux_minicluster.core import labels as lbl
@@ -26,26 +27,10 @@ from flux_minicluster.core.render.manifests import lead_service, to_yaml
 from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
-COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
 VERSIONS = ("1.29", "1.34")
 CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
 PUBLIC_KEY = certificate.parse(CERT).public_key
 SECRET_KEY = certificate.parse(CERT).secret_key
-
-
-def spec_files() -> list[Any]:
-    files = [pytest.param(p, id=f"examples/{p.name}") for p in EXAMPLES]
-    if COMPAT.is_dir():
-        files += [
-            pytest.param(p, id=f"compat/{p.relative_to(COMPAT)}")
-            for p in sorted(COMPAT.glob("**/*minicluster*.yaml"))
-        ]
-    else:
-        files.append(
-            pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))
-        )
-    return files
 
 
 def mini(name: str = "demo", namespace: str = "hpc", **spec: Any) -> MiniClusterDefinition:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import V1ALPHA1, V1ALPHA2, corpus_files
 from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
 
 from flux_minicluster.core import layout
@@ -37,8 +38,6 @@ from flux_minicluster.core.render.scripts import (
 )
 
 NAME = "flux-sample"
-COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
-V1ALPHA1_CORPUS = COMPAT.parent / "flux-operator-v1alpha1"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text()
 HOSTILE = 'it\'s "quoted" $(touch pwned) `touch pwned2` ${HOME} \\ ; touch pwned3\nline two'
@@ -326,13 +325,6 @@ def _scripts(data: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in data.items() if k.endswith(".sh")}
 
 
-def _compat_files(corpus: Path = COMPAT) -> list[Any]:
-    if not corpus.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {corpus}"))]
-    files = sorted(corpus.rglob("*minicluster*.yaml"))
-    return [pytest.param(f, id=str(f.relative_to(corpus))) for f in files]
-
-
 def _lint(data: dict[str, str], tmp_path: Path) -> None:
     scripts = _scripts(data)
     assert scripts
@@ -364,12 +356,12 @@ def test_scripts_pass_bash_and_shellcheck(case: str, tmp_path: Path, build: Buil
     _lint(entrypoint_data(build(spec, name=name)), tmp_path)
 
 
-@pytest.mark.parametrize("path", _compat_files())
+@pytest.mark.parametrize("path", corpus_files(V1ALPHA2))
 def test_compat_corpus_scripts_pass_bash_and_shellcheck(path: Path, tmp_path: Path) -> None:
     _lint(entrypoint_data(plans.build(load_one(path))), tmp_path)
 
 
-@pytest.mark.parametrize("path", _compat_files(V1ALPHA1_CORPUS))
+@pytest.mark.parametrize("path", corpus_files(V1ALPHA1))
 def test_v1alpha1_corpus_scripts_pass_bash_and_shellcheck(path: Path, tmp_path: Path) -> None:
     _lint(entrypoint_data(plans.build(load_one(path))), tmp_path)
 
@@ -1254,10 +1246,10 @@ def test_v1alpha1_without_sudo_says_so(tmp_path: Path, sandbox: MakeSandbox) -> 
     assert box.broker_calls() == []
 
 
-@pytest.mark.skipif(not V1ALPHA1_CORPUS.is_dir(), reason=f"no corpus at {V1ALPHA1_CORPUS}")
+@pytest.mark.skipif(not V1ALPHA1.is_dir(), reason=f"no corpus at {V1ALPHA1}")
 def test_v1alpha1_corpus_snakemake_pre_runs_under_strict_mode(tmp_path: Path, build: Build) -> None:
     """Its commands.pre redefines asFlux with $PYTHONPATH, which v1alpha1 always set."""
-    path = V1ALPHA1_CORPUS / "examples/tests/snakemake/minicluster.yaml"
+    path = V1ALPHA1 / "examples/tests/snakemake/minicluster.yaml"
     box = Sandbox(tmp_path, plans.build(load_one(path))).prepared()
     assert box.mc.spec.logging.strict
     result = box.run("wait-0.sh", hostname=f"{NAME}-0")

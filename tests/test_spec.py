@@ -7,26 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import EXAMPLES, corpus_files
 
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file, load_text, parse
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
 
-COMPAT = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-tests"
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
-
-def compat_specs() -> list[Any]:
-    if not COMPAT.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))]
-    return [
-        pytest.param(p, id=str(p.relative_to(COMPAT)))
-        for p in sorted(COMPAT.rglob("*minicluster*.yaml"))
-    ]
-
-
-@pytest.mark.parametrize("path", compat_specs())
+@pytest.mark.parametrize("path", corpus_files())
 def test_every_operator_spec_in_the_compat_corpus_validates(path: Path) -> None:
     (mc,) = load_file(path)
     assert mc.name
@@ -657,7 +646,7 @@ def test_multi_document_files_name_the_document() -> None:
     ]
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_bundled_examples_validate(path: Path) -> None:
     (mc,) = load_file(path)
     assert mc.namespace != "default", "examples show a dedicated namespace"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from corpus import V1ALPHA1, corpus_files
 
 from flux_minicluster.core import credentials, layout
 from flux_minicluster.core import plan as plans
@@ -22,15 +23,7 @@ from flux_minicluster.core.loading import load_file, load_text, parse
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.policy import kubecheck
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "compat" / "flux-operator-v1alpha1"
 Manifest = dict[str, Any]
-
-
-def corpus() -> list[Any]:
-    if not CORPUS.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))]
-    files = sorted(p for p in CORPUS.glob("**/*.yaml") if p.name not in ("pv.yaml", "pvc.yaml"))
-    return [pytest.param(p, id=str(p.relative_to(CORPUS))) for p in files]
 
 
 def v1(spec: dict[str, Any], name: str = "mc") -> dict[str, Any]:
@@ -45,7 +38,7 @@ def v1(spec: dict[str, Any], name: str = "mc") -> dict[str, Any]:
 APP = {"image": "ghcr.io/rse-ops/lammps:flux-sched-focal"}
 
 
-@pytest.mark.parametrize("path", corpus())
+@pytest.mark.parametrize("path", corpus_files(V1ALPHA1))
 def test_every_corpus_spec_validates_and_renders_clean(path: Path, curve_cert: str) -> None:
     for mc in load_file(path):
         objects = render(plans.build(mc), curve_cert).objects()

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane, collection_path, object_path
+from corpus import EXAMPLES, spec_files
 from hypothesis import HealthCheck, given, settings
 from strategies import mutated_cases, spec_cases
 
@@ -43,9 +44,7 @@ from flux_minicluster.core.render.manifests import lead_service, render
 from flux_minicluster.policy import kubecheck
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 RESTRICTED_EXAMPLE = "restricted.yaml"  # written to pass Pod Security's restricted level
-COMPAT = REPO.parent / "shared" / "compat" / "flux-operator-tests"
 CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text()
 PINS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["flux-minicluster"]["toolchain"]
 # kubecheck's schemas for the minor the control plane runs.
@@ -178,20 +177,6 @@ def judge(cp: ControlPlane, source: str, objs: list[Manifest]) -> list[Verdict]:
         ok, message = cp.dry_run(obj)
         out.append(Verdict(source, ident(obj), tuple(errors[ident(obj)]), ok, message))
     return out
-
-
-def spec_files() -> list[Any]:
-    files = [pytest.param(p, id=f"examples/{p.name}") for p in EXAMPLES]
-    if COMPAT.is_dir():
-        files += [
-            pytest.param(p, id=f"compat/{p.relative_to(COMPAT)}")
-            for p in sorted(COMPAT.glob("**/*minicluster*.yaml"))
-        ]
-    else:
-        files.append(
-            pytest.param(None, marks=pytest.mark.skip(reason=f"no compat corpus at {COMPAT}"))
-        )
-    return files
 
 
 # --- every example and compat spec -----------------------------------------------------------
