@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 from controlplane import ControlPlane
+from stackrun import engine_env
 
 REPO = Path(__file__).resolve().parents[2]
 E2E = REPO / "tests" / "e2e"
@@ -90,7 +91,6 @@ COLLECTIONS = (
 )
 # Set by the API server for each object it stores: never the same twice.
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
-PASSPHRASE = "e2e"
 
 
 def venv_python() -> Path:
@@ -122,22 +122,11 @@ class Polyglot:
         venv_bin = str(python.parent)
         outside = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
         standin = keydir / toolchain_languages.STANDIN_DIR
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "KUBECONFIG"))}
-        env.update(
-            {
-                "PATH": os.pathsep.join([str(bindir), str(standin), *outside]),
-                "PULUMI_HOME": str(home),
-                "PULUMI_BACKEND_URL": f"file://{backend}",
-                "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
-                "PULUMI_SKIP_UPDATE_CHECK": "true",
-                "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-                "PULUMI_SKIP_CONFIRMATIONS": "true",
-                "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
-                # the stand-in Python host runs itself and the component with this interpreter
-                "PULUMI_PYTHON_CMD": str(python),
-                "KUBECONFIG": os.devnull,
-            }
-        )
+        env = engine_env(bindir, home, backend)
+        # The stand-in Python host on PATH (the policy tests keep it off theirs), not the venv;
+        # it runs itself and the component with this interpreter.
+        env["PATH"] = os.pathsep.join([str(bindir), str(standin), *outside])
+        env["PULUMI_PYTHON_CMD"] = str(python)
         go_env = {**env, **toolchain_languages.go_sdk_env(toolchain_build)}
         go_env["PATH"] = env["PATH"]
         return cls(
