@@ -4,7 +4,8 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 OUT ?= rendered
-CACHE ?= $(HOME)/.cache/flux-minicluster
+# The same cache root as the e2e toolchain (tests/e2e/toolchain/build.py: cache_root).
+CACHE ?= $(or $(FLUX_MINICLUSTER_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/flux-minicluster)
 # The scanner's version, from pyproject.toml's [tool.flux-minicluster.scanner]; its own venv.
 CHECKOV_VERSION := $(shell sed -n 's/^checkov = "\(.*\)"/\1/p' pyproject.toml)
 CHECKOV_VENV := $(CACHE)/checkov-$(CHECKOV_VERSION)
