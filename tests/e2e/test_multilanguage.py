@@ -24,6 +24,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -167,6 +168,39 @@ def assert_same_as_python(
     assert_certificate_secret(state, cert)
 
 
+def drive(
+    poly: Polyglot,
+    cluster: ControlPlane,
+    cert: str,
+    baseline: Deployed,
+    project: Path,
+    language: str,
+    driver: tuple[str | Path, ...],
+    program: tuple[str | Path, ...] = (),
+) -> None:
+    """One program's life through its Automation API driver (``drivers/``): a stack with the
+    shared certificate, ``up``, the live objects and outputs compared with the Python
+    component's, then ``destroy`` down to nothing, whether or not the comparison held."""
+    poly.init_stack(project, STACK, cluster.kubeconfig, cert)
+    try:
+        up = poly.run(
+            *driver, "up", project, STACK, *program, cwd=project,
+            step=f"{language}: up (Automation API)",
+        )  # fmt: skip
+        result = driver_result(up)
+        assert result["result"] == "succeeded"
+        assert_same_as_python(
+            baseline, cluster, result["outputs"], poly.state(project, STACK), cert
+        )
+    finally:
+        down = poly.run(
+            *driver, "destroy", project, STACK, *program, cwd=project,
+            step=f"{language}: destroy (Automation API)",
+        )  # fmt: skip
+        assert driver_result(down)["result"] == "succeeded"
+        wait_gone(cluster)
+
+
 def assert_certificate_secret(state: str, cert: str) -> None:
     """The certificate's secret key is nowhere in the stack's state in plain text, and the
     component's ``curveCert`` output is a secret there."""
@@ -308,25 +342,10 @@ def test_typescript_program_deploys_what_the_python_component_deploys(
     options = ("--strict", "--target", "ES2022", "--module", "commonjs", "--types", "node")
     poly.tsc(*options, "--skipLibCheck", "--outDir", "bin", "deploy.ts", cwd=project)
 
-    poly.init_stack(project, STACK, cluster.kubeconfig, cert)
-    driver = ("node", "bin/deploy.js")
-    try:
-        up = poly.run(
-            *driver, "up", project, STACK, project / "bin" / "index.js", cwd=project,
-            step="typescript: up (Automation API)",
-        )  # fmt: skip
-        result = driver_result(up)
-        assert result["result"] == "succeeded"
-        assert_same_as_python(
-            python_deployed, cluster, result["outputs"], poly.state(project, STACK), cert
-        )
-    finally:
-        down = poly.run(
-            *driver, "destroy", project, STACK, project / "bin" / "index.js", cwd=project,
-            step="typescript: destroy (Automation API)",
-        )  # fmt: skip
-        assert driver_result(down)["result"] == "succeeded"
-        wait_gone(cluster)
+    drive(
+        poly, cluster, cert, python_deployed, project, "typescript",
+        ("node", "bin/deploy.js"), (project / "bin" / "index.js",),
+    )  # fmt: skip
 
 
 @pytest.mark.needs(*ENGINE, "sdkgen", "pulumi-go-sdk")
@@ -345,17 +364,4 @@ def test_go_program_deploys_what_the_python_component_deploys(
     driver = poly.root / "bin" / "minicluster-go-driver"
     poly.go("build", "-trimpath", "-o", driver, ".", cwd=build, step="go: go build driver")
 
-    poly.init_stack(project, STACK, cluster.kubeconfig, cert)
-    try:
-        up = poly.run(driver, "up", project, STACK, cwd=project, step="go: up (Automation API)")
-        result = driver_result(up)
-        assert result["result"] == "succeeded"
-        assert_same_as_python(
-            python_deployed, cluster, result["outputs"], poly.state(project, STACK), cert
-        )
-    finally:
-        down = poly.run(
-            driver, "destroy", project, STACK, cwd=project, step="go: destroy (Automation API)"
-        )
-        assert driver_result(down)["result"] == "succeeded"
-        wait_gone(cluster)
+    drive(poly, cluster, cert, python_deployed, project, "go", (driver,))
