@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from cli import minicluster
 
@@ -106,14 +107,43 @@ def test_with_a_certificate_file_two_renders_are_byte_identical(tmp_path: Path) 
     assert certificate.parse(cert.read_text()).secret_key in first.stdout
 
 
-def test_without_the_secret_the_output_holds_no_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("example", "curve_secret", "left_out"),
+    [
+        ("hello-world.yaml", "flux-hello-curve", []),
+        # v1alpha1: the munge key, passwords and RESTful credentials (from the certificate) too
+        (
+            "v1alpha1-restful.yaml",
+            "flux-restful-curve",
+            ["flux-restful-munge", "flux-restful-restful", "flux-restful-users"],
+        ),
+    ],
+)
+def test_without_the_secret_the_output_holds_no_key(
+    tmp_path: Path, example: str, curve_secret: str, left_out: list[str]
+) -> None:
     cert = tmp_path / "hello.cert"
-    result = run(str(HELLO), "--curve-cert", str(cert), "--no-secret")
+    with_secrets = run(str(ROOT / "examples" / example), "--curve-cert", str(cert))
+    secrets = [d for d in yaml.safe_load_all(with_secrets.stdout) if d["kind"] == "Secret"]
+    assert sorted(s["metadata"]["name"] for s in secrets) == sorted([curve_secret, *left_out])
+    result = run(str(ROOT / "examples" / example), "--curve-cert", str(cert), "--no-secret")
     assert result.returncode == 0, result.stderr
-    kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout)]
-    assert kinds == ["ConfigMap", "NetworkPolicy", "Service", "Job"]
+    assert "Secret" not in [d["kind"] for d in yaml.safe_load_all(result.stdout)]
     assert certificate.parse(cert.read_text()).secret_key not in result.stdout
-    assert "kubectl create secret generic flux-hello-curve -n minicluster-examples" in result.stderr
+    for secret in secrets:
+        for key, value in (secret.get("stringData") or secret.get("data")).items():
+            assert key == "restful-user" or value not in result.stdout, key
+    ns = secrets[0]["metadata"]["namespace"]
+    assert f"kubectl create secret generic {curve_secret} -n {ns}" in result.stderr
+    for name in left_out:
+        assert f"the Secret {ns}/{name} (keys " in result.stderr
+
+
+def test_without_the_secret_a_certificate_file_is_required() -> None:
+    result = run(str(HELLO), "--no-secret")
+    assert result.returncode == 2
+    assert "--no-secret needs --curve-cert FILE" in result.stderr
+    assert result.stdout == ""
 
 
 def test_json_output_is_a_kubernetes_list() -> None:

@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-secret",
         action="store_true",
-        help="leave the curve Secret out (create it apart, e.g. from a secret store)",
+        help="leave every Secret out (create them apart from a secret store); needs --curve-cert",
     )
     p.add_argument(
         "--no-network-policy",

@@ -5,8 +5,9 @@ with a real certificate in each curve Secret so that ``kubectl apply -f -`` give
 cluster. Which certificate, in order: the spec's ``flux.curveCert``; ``--curve-cert FILE`` (read,
 or created 0600 when missing, so that the next render is byte for byte the same and a second
 ``kubectl apply`` changes nothing); else a new one made here, which stderr announces, because
-the output then holds a secret key. ``--no-secret`` leaves the Secret out for GitOps repositories
-that must not hold one: create it apart (stderr prints the command).
+the output then holds a secret key. ``--no-secret`` leaves every Secret out for GitOps repositories
+that must not hold one (the curve Secret, and v1alpha1's credentials derived from the certificate):
+create them apart (stderr says how). It needs a certificate file, for the Secrets to match.
 
 ``--stack`` renders Pulumi stacks offline instead (the deploy layer's stack renderer): each into
 ``DIR/<stack>/`` with its outputs in ``DIR/<stack>.outputs.json``.
@@ -60,19 +61,42 @@ def render_file(
     objects: list[dict[str, Any]] = []
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition)
+        if not with_secret and curve_cert is None and mc.spec.flux.curve_cert is None:
+            # The pod template records the certificate's public key, and v1alpha1's passwords,
+            # token and munge key derive from it: a certificate made here and thrown away would
+            # leave a rendering no Secret created apart could match.
+            raise SpecError(
+                f"{path}: --no-secret needs --curve-cert FILE, the certificate the Secrets you "
+                "create apart will hold"
+            )
         text = _certificate(mc, curve_cert, path, announce=with_secret)
         rendering = render(mc, text, network_policy=network_policy)
         if with_secret:
             objects += rendering.objects()
             continue
-        objects += [o for o in rendering.objects() if o is not rendering.curve_secret]
-        print(
-            f"{path}: the curve Secret {mc.namespace}/{mc.names.curve_secret} is left out; "
-            f"create it apart: kubectl create secret generic {mc.names.curve_secret} "
-            f"-n {mc.namespace} --from-file=curve.cert=<the certificate file>",
-            file=sys.stderr,
-        )
+        for obj in rendering.objects():
+            if obj["kind"] != "Secret":
+                objects.append(obj)
+            else:
+                print(_left_out(path, obj, curve=obj is rendering.curve_secret), file=sys.stderr)
     return objects
+
+
+def _left_out(path: str, secret: dict[str, Any], *, curve: bool) -> str:
+    """What stderr says of a Secret ``--no-secret`` left out, and how to create it apart."""
+    meta = secret["metadata"]
+    where = f"{meta['namespace']}/{meta['name']}"
+    if curve:
+        return (
+            f"{path}: the curve Secret {where} is left out; create it apart: kubectl create "
+            f"secret generic {meta['name']} -n {meta['namespace']} "
+            "--from-file=curve.cert=<the certificate file>"
+        )
+    keys = ", ".join(sorted(secret.get("stringData") or secret.get("data") or {}))
+    return (
+        f"{path}: the Secret {where} (keys {keys}) is left out too: its values derive from the "
+        "certificate; render it without --no-secret into your secret store"
+    )
 
 
 def _certificate(
