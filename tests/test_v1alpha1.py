@@ -201,8 +201,9 @@ def test_interactive_or_a_command_means_no_restful_server() -> None:
 
 
 def test_users_get_passwords_and_a_munge_key_in_secrets(curve_cert: str) -> None:
+    sidecar = {"name": "helper", "image": "busybox:1.36", "command": "sleep infinity"}
     spec = {"users": [{"name": "peenut"}, {"name": "squidward", "password": "given"}],
-            "containers": [APP]}  # fmt: skip
+            "containers": [{**APP, "runFlux": True}, sidecar]}  # fmt: skip
     objects = objects_of(v1(spec), curve_cert)
     secrets = {s["metadata"]["name"]: s["stringData"] for s in by(objects, "Secret")}
     assert secrets["mc-users"] == {
@@ -211,10 +212,14 @@ def test_users_get_passwords_and_a_munge_key_in_secrets(curve_cert: str) -> None
     }
     assert secrets["mc-munge"] == {"munge.key": credentials.munge_key(curve_cert)}
     (job,) = by(objects, "Job")
-    (flux,) = job["spec"]["template"]["spec"]["containers"]
+    flux, helper = job["spec"]["template"]["spec"]["containers"]
     mounts = {m["mountPath"] for m in flux["volumeMounts"]}
     assert {layout.CREDENTIALS_DIR, layout.MUNGE_DIR} <= mounts
     assert "allowPrivilegeEscalation" not in flux["securityContext"], "flux-imp is setuid"
+    # a wrapped sidecar reaches the broker (the certificate) but starts none: no passwords, no key
+    helper_mounts = {m["mountPath"] for m in helper["volumeMounts"]}
+    assert layout.CURVE_DIR in helper_mounts
+    assert not {layout.CREDENTIALS_DIR, layout.MUNGE_DIR} & helper_mounts
 
 
 def test_a_munge_secret_of_the_users_is_mounted_and_none_made(curve_cert: str) -> None:

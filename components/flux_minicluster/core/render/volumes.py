@@ -205,16 +205,19 @@ def init_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
     ]
 
 
-def flux_mounts(plan: MiniClusterPlan, *, curve: bool) -> list[dict[str, Any]]:
-    """What every Job container mounts; ``curve`` for the containers that start a broker (they
-    also get the credentials and the munge key, when the MiniCluster has them)."""
+def flux_mounts(
+    plan: MiniClusterPlan, *, curve: bool, credentials: bool = False
+) -> list[dict[str, Any]]:
+    """What every Job container mounts; ``curve`` for the containers that reach the broker;
+    ``credentials`` for the one that starts it (``wait.sh`` reads the passwords, the RESTful
+    token and the munge key, when the MiniCluster has them; nothing else does)."""
     mounts = init_mounts(plan)
     if curve:
         mounts.append(_mount(layout.CURVE_VOLUME, layout.CURVE_DIR, read_only=True))
     mounts.append(_mount(layout.SOFTWARE_VOLUME, layout.SOFTWARE_DIR))
-    if curve and _credential_sources(plan):
+    if credentials and _credential_sources(plan):
         mounts.append(_mount(layout.CREDENTIALS_VOLUME, layout.CREDENTIALS_DIR, read_only=True))
-    if curve and plan.munge_secret is not None:
+    if credentials and plan.munge_secret is not None:
         mounts.append(_mount(layout.MUNGE_VOLUME, layout.MUNGE_DIR, read_only=True))
     return mounts
 
@@ -223,7 +226,8 @@ def container_mounts(plan: MiniClusterPlan, container: Container) -> list[dict[s
     """A Job container's mounts: the MiniCluster's own, then its own volumes only.
 
     The Flux container and wrapped sidecars (whose ``start-<i>.sh`` connects to the broker)
-    mount the certificate; a sidecar that keeps its image's entrypoint does not need it.
+    mount the certificate; a sidecar that keeps its image's entrypoint does not need it. Only
+    the Flux container, which starts the broker, mounts the credentials and the munge key.
     """
     curve = container.run_flux or container.wrapped
-    return flux_mounts(plan, curve=curve) + user_mounts(container)
+    return flux_mounts(plan, curve=curve, credentials=container.run_flux) + user_mounts(container)
