@@ -123,6 +123,39 @@ def test_v1alpha1_features_are_refused_in_v1alpha2(field: str, value: Any, path:
                for p in info.value.problems)  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("spec", "path", "message"),
+    [
+        ({"users": [{"name": "bad name"}]}, "spec.users[0].name", "Linux user name"),
+        ({"users": [{"name": "ann"}, {"name": "ann"}]}, "spec.users[1].name", "also users[0]"),
+        ({"users": [{"name": "root"}]}, "spec.users[0].name", "every image"),
+        ({"volumes": {"Data_1": {"path": "/d"}}}, "spec.volumes.Data_1", "DNS-1123 label"),
+        ({"volumes": {"d": {"path": "d"}}}, "spec.volumes.d.path", "absolute path"),
+        ({"volumes": {"d": {"path": "/d", "storageClass": "fast"}}}, "spec.volumes.d.driver",
+         "required for storageClass 'fast'"),
+        ({"volumes": {"d": {"path": "/d", "storageClass": "fast", "driver": "Bad_Driver"}}},
+         "spec.volumes.d.driver", "CSI driver"),
+        ({"volumes": {"d": {"path": "/d", "labels": {"a": "b c"}}}}, "spec.volumes.d.labels.a",
+         "value"),
+        ({"fluxRestful": {"port": 70000}}, "spec.fluxRestful.port", "from 1 to 65535"),
+        ({"containers": [{**APP, "runFlux": True}, {"image": "b", "name": "mc-restful",
+          "ports": [80]}]}, "spec.containers[1].name", "RESTful API server's Service"),
+        ({"containers": [{**APP, "existingVolumes": {"munge-key": {"path": "/m",
+          "configMapName": "m"}}}]}, "spec.containers[0].volumes.munge-key", "reserved"),
+        ({"containers": [{**APP, "existingVolumes": {"m": {"path": "/mnt/munge/x",
+          "configMapName": "m"}}}]}, "spec.containers[0].volumes.m.path", "the MiniCluster"),
+    ],
+)  # fmt: skip
+def test_v1alpha1_objects_are_checked_before_anything_is_made(
+    spec: dict[str, Any], path: str, message: str
+) -> None:
+    """Each of these would be refused by the API server half-way through creating the objects
+    (or collide with one of ours): the spec is refused first, naming the field."""
+    with pytest.raises(SpecError) as info:
+        parse(v1({"containers": [APP], **spec}))
+    assert [(p.path, message in p.message) for p in info.value.problems] == [(path, True)]
+
+
 # --- the objects v1alpha1 adds ----------------------------------------------------------------
 
 

@@ -147,6 +147,20 @@ def env_var_name(value: str) -> str | None:
     return None
 
 
+_USER_NAME_RE: Final = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+
+
+def user_name(value: str) -> str | None:
+    """v1alpha1 users: a name ``useradd`` takes in any image (its portable subset, at most 32
+    characters) that is also a Secret key once prefixed (``password-<name>``)."""
+    if _USER_NAME_RE.fullmatch(value):
+        return None
+    return (
+        "must be a Linux user name: at most 32 lowercase letters, digits, '_' or '-', "
+        "starting with a letter or '_'"
+    )
+
+
 def port(value: object) -> str | None:
     """Container and Service ports; takes any object because YAML may hand over "8050"."""
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:

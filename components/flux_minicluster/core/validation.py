@@ -58,7 +58,14 @@ _MESSAGES = {
 _FSD = re.compile(r"(\d+(\.\d+)?|\.\d+)(ms|s|m|h|d)?")
 _TOPOLOGY = re.compile(r"(kary:\d+|binomial|mincrit(:\d+)?|custom)")
 _EMPTY_DIR_MEDIA = {"", "memory", "Memory", "default"}
-_RESERVED_PATHS = (layout.ENTRYPOINT_DIR, layout.SOFTWARE_DIR, layout.HOME_DIR, layout.CURVE_DIR)
+_RESERVED_PATHS = (
+    layout.ENTRYPOINT_DIR,
+    layout.SOFTWARE_DIR,
+    layout.HOME_DIR,
+    layout.CURVE_DIR,
+    layout.CREDENTIALS_DIR,
+    layout.MUNGE_DIR,
+)
 
 
 # --- pydantic errors -> problems -------------------------------------------------------------
@@ -174,6 +181,7 @@ def check_semantics(mc: MiniClusterDefinition) -> list[Problem]:
         *_check_flux(mc),
         *_check_bursting(mc),
         *_check_pod(mc),
+        *_check_v1alpha1(mc),
     ]
 
 
@@ -259,6 +267,8 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
         mc.names.headless_service: "the headless Service",
         mc.names.services_pod: "the services Pod and its Service",
     }
+    if s.flux_restful is not None:
+        taken[mc.names.restful_service] = "the Flux RESTful API server's Service"
     for i, c in enumerate(s.containers):
         path = f"spec.containers[{i}]"
         cname_taken = mc.name if c.run_flux else c.name
@@ -360,6 +370,8 @@ def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         layout.SOFTWARE_VOLUME,
         layout.HOME_VOLUME,
         layout.CURVE_VOLUME,
+        layout.CREDENTIALS_VOLUME,
+        layout.MUNGE_VOLUME,
         mc.names.entrypoint,
         mc.names.curve_secret,
     }
@@ -624,6 +636,61 @@ def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
             yield Problem(f"spec.pod.{class_field}", msg)
     if mc.spec.archive and mc.spec.archive.path and not mc.spec.archive.path.startswith("/"):
         yield Problem("spec.archive.path", "must be an absolute path")
+
+
+def _check_v1alpha1(mc: MiniClusterDefinition) -> Iterator[Problem]:
+    """v1alpha1's own objects: the operator-made volumes, the users and the RESTful server. The
+    API server would refuse a bad name only after the objects before it were created."""
+    s = mc.spec
+    for key, volume in s.volumes.items():
+        path = key_path("spec.volumes", key)
+        if msg := names.dns1123_label(key):
+            yield Problem(path, f"volume name {msg} (it names the pod volume and the claim)")
+        if volume.host_path:
+            if not volume.path.startswith("/") or ".." in volume.path.split("/"):
+                yield Problem(
+                    f"{path}.path", f"must be an absolute path without '..', got {volume.path!r}"
+                )
+        else:
+            if msg := names.dns1123_subdomain(volume.storage_class):
+                yield Problem(f"{path}.storageClass", msg)
+            if volume.driver is None:
+                yield Problem(
+                    f"{path}.driver",
+                    f"required for storageClass {volume.storage_class!r}: a CSI volume needs its "
+                    "driver's name (or use storageClass: hostpath for a directory on the node)",
+                )
+            elif msg := names.csi_driver(volume.driver):
+                yield Problem(f"{path}.driver", msg)
+        if volume.secret is not None:
+            if msg := names.dns1123_subdomain(volume.secret):
+                yield Problem(f"{path}.secret", msg)
+            if msg := names.dns1123_label(volume.secret_namespace):
+                yield Problem(f"{path}.secretNamespace", msg)
+        for field, mapping in (
+            ("labels", volume.labels),
+            ("annotations", volume.annotations),
+            ("claimAnnotations", volume.claim_annotations),
+        ):
+            for name in mapping:
+                if msg := names.label_key(name):
+                    yield Problem(key_path(f"{path}.{field}", name), f"key {msg}")
+            if field == "labels":
+                for name, value in mapping.items():
+                    if msg := names.label_value(value):
+                        yield Problem(key_path(f"{path}.{field}", name), f"value {msg}")
+    seen: dict[str, int] = {}
+    for i, user in enumerate(s.users):
+        if msg := names.user_name(user.name):
+            yield Problem(f"spec.users[{i}].name", msg)
+        elif user.name == "root":
+            yield Problem(f"spec.users[{i}].name", "'root' exists in every image; leave it out")
+        elif user.name in seen:
+            first = seen[user.name]
+            yield Problem(f"spec.users[{i}].name", f"{user.name!r} is also users[{first}]")
+        seen.setdefault(user.name, i)
+    if s.flux_restful is not None and (msg := names.port(s.flux_restful.port)):
+        yield Problem("spec.fluxRestful.port", msg)
 
 
 def _snake(camel: str) -> str:
