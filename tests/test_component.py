@@ -325,6 +325,16 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
             "lead_broker: must be one IPv4 address or DNS name",
         ),
         ({"spec": document(), "lead_broker": "x.org"}, "spec.flux.bursting.leadBroker: required"),
+        (
+            {
+                "spec": {
+                    **document(),
+                    "apiVersion": "flux-framework.org/v1alpha1",
+                    "spec": {**document()["spec"], "flux": {"curveCertSecret": "site"}},
+                }
+            },
+            "curve_cert: required with spec.flux.curveCertSecret",
+        ),
         ({}, "spec: required"),
     ],
 )

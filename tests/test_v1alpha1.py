@@ -274,6 +274,42 @@ def test_a_curve_cert_secret_of_the_users_replaces_ours() -> None:
     assert curve["secret"]["items"] == [{"key": "curve-cert", "path": "curve.cert"}]
 
 
+def test_with_a_curve_cert_secret_the_certificate_must_be_the_one_it_holds(
+    run_pulumi: Callable[..., Any], curve_cert: str, tmp_path: Path
+) -> None:
+    """The pod template's public key, the published certificate and the derived credentials
+    must describe the certificate the brokers mount, which only the caller can give."""
+    from flux_minicluster import MiniCluster
+    from flux_minicluster.cli.render import render_file
+    from flux_minicluster.core import certificate
+    from flux_minicluster.core import labels as lbl
+    from flux_minicluster.deploy.recorder import COMMAND_TYPE, RegistrationRecorder
+
+    doc = v1({"flux": {"curveCertSecret": "site-curve"}, "containers": [{**APP, "command": "x"}]})
+    both = {
+        **doc,
+        "spec": {**doc["spec"], "flux": {**doc["spec"]["flux"], "curveCert": curve_cert}},
+    }
+    with pytest.raises(SpecError, match=r"spec.flux.curveCertSecret: cannot be used together"):
+        parse(both)
+    path = tmp_path / "mc.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecError, match="give that certificate as --curve-cert FILE"):
+        render_file(str(path))
+    cert_file = tmp_path / "site.cert"
+    cert_file.write_text(curve_cert)
+    (job,) = by(render_file(str(path), curve_cert=cert_file), "Job")
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations[lbl.CURVE_PUBLIC_KEY_ANNOTATION] == certificate.parse(curve_cert).public_key
+
+    mocks = RegistrationRecorder()
+    run = run_pulumi(
+        lambda: MiniCluster("mc", {"spec": doc, "curve_cert": curve_cert}), mocks=mocks
+    )
+    assert mocks.of_type(COMMAND_TYPE) == [], "no keygen: the certificate is the Secret's"
+    assert run.resources
+
+
 def test_derived_secrets_are_stable_and_follow_the_certificate(curve_cert: str) -> None:
     from flux_minicluster.core import certificate
 

@@ -104,6 +104,8 @@ def _certificate(
 ) -> str:
     if mc.spec.flux.curve_cert is not None:
         return mc.spec.flux.curve_cert
+    if curve_cert is None and (message := mc.mounted_certificate_problem("--curve-cert FILE")):
+        raise SpecError(f"{source}: {message}")
     if curve_cert is not None:
         text, created = folders.load_or_create_certificate(curve_cert, mc.name, mc.names.lead_host)
         if created:

@@ -212,6 +212,21 @@ class MiniClusterPlan:
         """The lead a bursted cluster joins (None for a root or a standalone cluster)."""
         return self.spec.flux.bursting.lead_broker
 
+    def mounted_certificate_problem(self, given_as: str) -> str | None:
+        """Why a certificate must be given (as ``given_as``) when the brokers mount the user's
+        own Secret (v1alpha1's ``flux.curveCertSecret``): the pod template records the public
+        key, the outputs publish the certificate and v1alpha1's credentials derive from it, so
+        all must come from the certificate in that Secret, which nothing here can read."""
+        secret = self.spec.flux.curve_cert_secret
+        if secret is None:
+            return None
+        return (
+            f"required with spec.flux.curveCertSecret: the brokers mount the certificate in "
+            f"Secret {self.namespace}/{secret}; give that certificate as {given_as} too, so that "
+            "the pod template's public key, the published certificate and the credentials "
+            "derived from it match the one the brokers use"
+        )
+
     def summary(self) -> str:
         """One line a person can read: what ``minicluster validate`` prints for a good file."""
         spec = self.spec

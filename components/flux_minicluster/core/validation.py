@@ -493,6 +493,15 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
         # Exported by flux-view.sh, which users source in bash.
         if msg := names.shell_variable(key):
             yield Problem(key_path("spec.flux.environment", key), msg)
+    if flux.curve_cert_secret is not None:
+        if flux.curve_cert is not None:
+            yield Problem(
+                "spec.flux.curveCertSecret",
+                "cannot be used together with curveCert: give the certificate (curveCert) or the "
+                "Secret that holds it (curveCertSecret)",
+            )
+        if msg := names.dns1123_subdomain(flux.curve_cert_secret):
+            yield Problem("spec.flux.curveCertSecret", msg)
     if flux.curve_cert is not None:
         try:
             certificate.parse(flux.curve_cert)

@@ -451,6 +451,10 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
     if burst_group is not None:
         definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
     plan = plans.build(definition)
+    if curve_cert is None and (
+        message := plan.mounted_certificate_problem("curve_cert (stack config curveCert)")
+    ):
+        raise SpecError(Problem("curve_cert", message), source=_SOURCE)
     rendering = render(
         plan,
         None,
