@@ -141,9 +141,14 @@ def test_v1alpha1_features_are_refused_in_v1alpha2(field: str, value: Any, path:
         ({"containers": [{**APP, "runFlux": True}, {"image": "b", "name": "mc-restful",
           "ports": [80]}]}, "spec.containers[1].name", "RESTful API server's Service"),
         ({"containers": [{**APP, "existingVolumes": {"munge-key": {"path": "/m",
-          "configMapName": "m"}}}]}, "spec.containers[0].volumes.munge-key", "reserved"),
+          "configMapName": "m"}}}]}, "spec.containers[0].existingVolumes.munge-key", "reserved"),
         ({"containers": [{**APP, "existingVolumes": {"m": {"path": "/mnt/munge/x",
-          "configMapName": "m"}}}]}, "spec.containers[0].volumes.m.path", "the MiniCluster"),
+          "configMapName": "m"}}}]}, "spec.containers[0].existingVolumes.m.path",
+         "the MiniCluster"),
+        # problems name the field the v1alpha1 document wrote, not the one it converts into
+        ({"containers": [{**APP, "existingVolumes": {"Bad_Name": {"path": "/b",
+          "configMapName": "m"}}}]}, "spec.containers[0].existingVolumes.Bad_Name", "DNS-1123"),
+        ({"containers": [{**APP, "fluxLogLevel": 99}]}, "spec.containers[0].fluxLogLevel", "7"),
     ],
 )  # fmt: skip
 def test_v1alpha1_objects_are_checked_before_anything_is_made(

@@ -8,8 +8,16 @@ layer refuse a spec before a single resource is registered.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+
+def key_path(path: str, key: str) -> str:
+    """A mapping key appended to a path: ``.data`` when plain, ``['app.kubernetes.io/x']``."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
 
 
 @dataclass(frozen=True, order=True)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from flux_minicluster.core import documents, v1alpha1, yamlio
 from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.spec import (
     API_VERSION,
     API_VERSION_V1ALPHA1,
@@ -27,7 +27,7 @@ from flux_minicluster.core.spec import (
     Metadata,
     MiniClusterSpec,
 )
-from flux_minicluster.core.validation import check_semantics, key_path, translate_errors
+from flux_minicluster.core.validation import check_semantics, translate_errors
 
 # Checks that need a name run with this one when the document has none (its problem is reported).
 _STAND_IN_NAME = "minicluster"
@@ -115,11 +115,12 @@ def parse(
     api_version = _api_version(document)
     warnings: list[Problem] = []
     spec: MiniClusterSpec | None = None
+    conversion: v1alpha1.Conversion | None = None
     if spec_data is not None:
         if not isinstance(spec_data, Mapping):
             problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
         else:
-            spec = _validate_spec(
+            spec, conversion = _validate_spec(
                 spec_data, api_version, resolved_name or _STAND_IN_NAME, problems, warnings
             )
     if spec is not None and lead_address is not None:
@@ -143,6 +144,8 @@ def parse(
             p for p in check_semantics(definition) if resolved_name or p.path != "metadata.name"
         ]
     if problems or definition is None or not resolved_name:
+        if conversion is not None:  # each at the field the v1alpha1 document wrote
+            problems = [conversion.original(p) for p in problems]
         raise SpecError(sorted(set(problems), key=problems.index), source=source)
     return definition
 
@@ -165,15 +168,19 @@ def _validate_spec(
     name: str,
     problems: list[Problem],
     warnings: list[Problem],
-) -> MiniClusterSpec | None:
-    """The internal model of a spec of either version; problems and warnings appended."""
+) -> tuple[MiniClusterSpec | None, v1alpha1.Conversion | None]:
+    """The internal model of a spec of either version, and a v1alpha1 document's conversion;
+    problems and warnings appended."""
+    conversion = None
     if api_version == API_VERSION_V1ALPHA1:
         try:
-            data, converted = v1alpha1.convert(data, name)
+            conversion = v1alpha1.convert(data, name)
         except ValidationError as err:
             problems += translate_errors(err, "spec", None)
-            return None
-        warnings += converted
+            return None, None
+        data = conversion.data
+        warnings += conversion.warnings
+
     elif api_version == API_VERSION and "volumes" in data:
         warnings.append(
             Problem(
@@ -188,8 +195,8 @@ def _validate_spec(
         spec = MiniClusterSpec.model_validate(data, context={VERSION_CONTEXT: context})
     except ValidationError as err:
         problems += translate_errors(err, "spec", MiniClusterSpec)
-        return None
-    return operator_volume_claims(spec, name)
+        return None, conversion
+    return operator_volume_claims(spec, name), conversion
 
 
 def operator_volume_claims(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:

@@ -19,12 +19,13 @@ the operator itself used. An unnamed sidecar gets the early operator's name, ``<
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
-from flux_minicluster.core.errors import Problem, unknown_key
+from flux_minicluster.core.errors import Problem, key_path, unknown_key
 
 __all__ = ["DEFAULT_HEADLESS_NAME", "convert"]
 
@@ -150,8 +151,29 @@ class _Spec(_V1):
     diagnostics: bool = False
 
 
-def convert(spec: Mapping[str, Any], name: str) -> tuple[dict[str, Any], list[Problem]]:
-    """A v1alpha1 spec as the internal model's input (camelCase), and the warnings it gives.
+@dataclass(frozen=True)
+class Conversion:
+    """A v1alpha1 spec converted: the internal model's input, the warnings, and where the
+    converted fields came from, so that a problem names the field the user wrote."""
+
+    data: dict[str, Any]
+    warnings: list[Problem]
+    origins: dict[str, str]
+    """Converted path -> the v1alpha1 path it came from (``spec.flux.logLevel`` ->
+    ``spec.containers[0].fluxLogLevel``); a problem at or under a key is renamed."""
+
+    def original(self, problem: Problem) -> Problem:
+        """The problem at the path the user wrote."""
+        for converted, written in self.origins.items():
+            rest = problem.path.removeprefix(converted)
+            if rest != problem.path and (not rest or rest[0] in ".["):
+                return Problem(written + rest, problem.message)
+        return problem
+
+
+def convert(spec: Mapping[str, Any], name: str) -> Conversion:
+    """A v1alpha1 spec as the internal model's input (camelCase), with its warnings and the
+    origins of renamed fields.
 
     ``name`` is the MiniCluster's (it names unnamed sidecars). Field problems of the v1alpha1
     document itself (a string where a number belongs) raise pydantic's ``ValidationError``,
@@ -181,7 +203,7 @@ def convert(spec: Mapping[str, Any], name: str) -> tuple[dict[str, Any], list[Pr
     if parsed.max_size:
         out["maxSize"] = parsed.max_size
     for key in ("jobLabels", "users", "volumes", "archive", "pod"):
-        value = getattr(parsed, _snake(key))
+        value = getattr(parsed, to_snake(key))
         if value:
             out[key] = value
     # runFlux: the later API marks the Flux container (the others default to false); the early
@@ -199,7 +221,30 @@ def convert(spec: Mapping[str, Any], name: str) -> tuple[dict[str, Any], list[Pr
     flux_index = next((i for i, c in enumerate(parsed.containers) if c.run_flux), None)
     runner = parsed.containers[flux_index] if flux_index is not None else None
     out["flux"] = _flux(parsed.flux, runner)
-    return out, warnings
+    return Conversion(out, warnings, _origins(parsed, flux_index))
+
+
+def _origins(parsed: _Spec, flux_index: int | None) -> dict[str, str]:
+    """Where each field the conversion moved or renamed sat in the v1alpha1 document."""
+    out: dict[str, str] = {}
+    for group, items in (("containers", parsed.containers), ("services", parsed.services)):
+        for i, c in enumerate(items):
+            base = f"spec.{group}[{i}]"
+            for key in c.existing_volumes:
+                out[key_path(f"{base}.volumes", key)] = key_path(f"{base}.existingVolumes", key)
+            if c.pre_command and not c.commands.pre:
+                out[f"{base}.commands.pre"] = f"{base}.preCommand"
+            if c.post_start_exec and not (c.life_cycle and c.life_cycle.post_start_exec):
+                out[f"{base}.lifeCycle.postStartExec"] = f"{base}.postStartExec"
+    if flux_index is not None:
+        runner = parsed.containers[flux_index]
+        if runner.flux_log_level is not None:
+            out["spec.flux.logLevel"] = f"spec.containers[{flux_index}].fluxLogLevel"
+        if parsed.flux.option_flags is None and runner.flux_option_flags:
+            out["spec.flux.optionFlags"] = f"spec.containers[{flux_index}].fluxOptionFlags"
+    if parsed.test and not parsed.logging.quiet:
+        out["spec.logging.quiet"] = "spec.test"
+    return out
 
 
 def _container(c: _Container, index: int, name: str, spec_diagnostics: bool) -> dict[str, Any]:
@@ -278,7 +323,7 @@ def _flux(flux: _Flux, runner: _Container | None) -> dict[str, Any]:
     if runner is not None and runner.flux_log_level is not None:
         out["logLevel"] = runner.flux_log_level
     for key in ("wrap", "curveCert", "curveCertSecret", "mungeSecret", "brokerConfig"):
-        value = getattr(flux, _snake(key))
+        value = getattr(flux, to_snake(key))
         if value is not None:
             out[key] = value
     for key in ("scheduler", "bursting"):
@@ -318,7 +363,3 @@ def _unknown(model: BaseModel, path: str) -> Iterator[Problem]:
             for key, item in value.items():
                 if isinstance(item, BaseModel):
                     yield from _unknown(item, f"{where}.{key}")
-
-
-def _snake(camel: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)

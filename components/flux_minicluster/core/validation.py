@@ -14,10 +14,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_snake
 
 from flux_minicluster.core import brokerconfig, certificate, hostlist, layout, names
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, unknown_key
+from flux_minicluster.core.errors import Problem, key_path, unknown_key
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
 from flux_minicluster.core.spec import V1ALPHA1_HINTS, BurstedCluster, Container, ContainerVolume
@@ -80,13 +81,6 @@ def format_path(prefix: str, loc: Iterable[int | str]) -> str:
         else:
             out = key_path(out, part)
     return out
-
-
-def key_path(path: str, key: str) -> str:
-    """A mapping key appended to a path: ``.data`` when plain, ``['app.kubernetes.io/x']``."""
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{key!r}]"
 
 
 def translate_errors(
@@ -354,7 +348,7 @@ def _check_services(mc: MiniClusterDefinition) -> Iterator[Problem]:
         else:
             seen.add(svc.name)
         for field in ("pre", "brokerPre", "workerPre"):
-            if getattr(svc.commands, _snake(field)):
+            if getattr(svc.commands, to_snake(field)):
                 yield Problem(
                     f"{path}.commands.{field}",
                     "not allowed on a service container (services do not run Flux)",
@@ -700,7 +694,3 @@ def _check_v1alpha1(mc: MiniClusterDefinition) -> Iterator[Problem]:
         seen.setdefault(user.name, i)
     if s.flux_restful is not None and (msg := names.port(s.flux_restful.port)):
         yield Problem("spec.fluxRestful.port", msg)
-
-
-def _snake(camel: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()
