@@ -15,7 +15,7 @@ from typing import Any, Final
 from flux_minicluster.core import yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 
-__all__ = ["HEADER_KEYS", "STDIN", "is_document", "read_file", "read_text", "spec_of"]
+__all__ = ["HEADER_KEYS", "STDIN", "is_document", "read_file", "read_text"]
 
 # The top-level keys of a whole document (``status`` is what the operator writes back).
 HEADER_KEYS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -32,11 +32,6 @@ def is_document(data: Mapping[str, Any]) -> bool:
     return any(k in data for k in ("apiVersion", "kind", "metadata")) or (
         "spec" in data and "containers" not in data
     )
-
-
-def spec_of(data: Mapping[str, Any]) -> Any:
-    """The spec part of a document or bare spec (None when a document has no spec)."""
-    return data.get("spec") if is_document(data) else data
 
 
 def read_text(path: str | Path) -> str:

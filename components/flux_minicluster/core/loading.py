@@ -340,7 +340,7 @@ def _check_header(document: Mapping[str, Any]) -> list[Problem]:
             )
         )
     for key in document:
-        if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
+        if key not in documents.HEADER_KEYS:
             problems.append(
                 Problem(
                     str(key), "unknown field; a MiniCluster has apiVersion, kind, metadata, spec"

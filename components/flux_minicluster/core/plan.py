@@ -21,6 +21,7 @@ from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
+    DEFAULT_INSTALL_ROOT,
     BurstedCluster,
     Container,
     FluxBroker,
@@ -29,11 +30,7 @@ from flux_minicluster.core.spec import (
     OperatorVolume,
 )
 
-# v1alpha1's flux.installRoot default: Flux from the image's packages.
-DEFAULT_INSTALL_ROOT = "/usr"
-
 __all__ = [
-    "DEFAULT_INSTALL_ROOT",
     "ConfigPaths",
     "HostEntry",
     "Imp",

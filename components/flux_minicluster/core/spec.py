@@ -35,6 +35,7 @@ KIND = "MiniCluster"
 # v1alpha1 API has (kept in this one model as features: see core/v1alpha1.py) are refused in a
 # v1alpha2 document, with a pointer to the version that has them.
 VERSION_CONTEXT = "apiVersion"
+# v1alpha1's flux.installRoot default: Flux from the image's packages.
 DEFAULT_INSTALL_ROOT = "/usr"
 DEFAULT_RESTFUL_PORT = 5000
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel, to_snake
 
 from flux_minicluster.core.errors import Problem, key_path, unknown_key
+from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT
 
 __all__ = ["DEFAULT_HEADLESS_NAME", "convert"]
 
@@ -113,7 +114,7 @@ class _Logging(_V1):
 
 
 class _Flux(_V1):
-    install_root: str = "/usr"
+    install_root: str = DEFAULT_INSTALL_ROOT
     wrap: str | None = None
     connect_timeout: str = "5s"
     option_flags: str | None = None

@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_camel
 
 from flux_minicluster.core import documents
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate
 from flux_minicluster.core.render.manifests import Wait
 from flux_minicluster.core.spec import BurstedCluster
@@ -196,13 +196,7 @@ def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
     known = {field.alias or name for name, field in StackConfig.model_fields.items()}
     for key in values:
         if key not in known:
-            problems.append(
-                Problem(
-                    f"{PROJECT}:{key}",
-                    "unknown config key; known: "
-                    + ", ".join(f"{PROJECT}:{k}" for k in sorted(known)),
-                )
-            )
+            problems.append(Problem(f"{PROJECT}:{key}", unknown_key(key, known, "config key")))
     if "minicluster" not in values:
         problems.append(
             Problem(f"{PROJECT}:minicluster", "required: the MiniCluster spec (spec or file)")

@@ -9,11 +9,10 @@ CLI), a typo here is an error with a suggestion, not a silently ignored key.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.policy.model import ENFORCEMENT_KEY, ConfigLevel, Rule
 
 ALL_KEY = "all"
@@ -21,11 +20,6 @@ LEVELS = ("advisory", "mandatory", "remediate", "disabled")
 """Levels Pulumi accepts; ``remediate`` acts as ``mandatory`` here (no rule remediates)."""
 
 PolicyConfig = dict[str, dict[str, Any]]
-
-
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def validate(config: Mapping[str, Any] | None, rules: Iterable[Rule]) -> PolicyConfig:
@@ -46,7 +40,7 @@ def validate(config: Mapping[str, Any] | None, rules: Iterable[Rule]) -> PolicyC
             problems.append(
                 Problem(
                     key,
-                    f"no such policy{_suggest(key, [ALL_KEY, *by_id])}; known: " + ", ".join(by_id),
+                    unknown_key(str(key), [ALL_KEY, *by_id], "policy"),
                 )
             )
             continue
@@ -59,8 +53,8 @@ def validate(config: Mapping[str, Any] | None, rules: Iterable[Rule]) -> PolicyC
                 problems.append(Problem(path, f"'{ALL_KEY}' takes only {ENFORCEMENT_KEY}"))
             elif (opt := rule.option(str(name))) is None:
                 known = [o.name for o in rule.options]
-                hint = f"; options: {', '.join(known)}" if known else "; it has no options"
-                problems.append(Problem(path, f"unknown option{_suggest(str(name), known)}{hint}"))
+                message = unknown_key(str(name), known, "option") if known else "it has no options"
+                problems.append(Problem(path, message))
             elif not opt.accepts(value):
                 problems.append(Problem(path, f"{value!r} is not a valid {opt.type}"))
         out[key] = {str(k): v for k, v in section.items()}

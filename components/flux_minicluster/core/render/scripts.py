@@ -47,9 +47,9 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 from __future__ import annotations
 
 from flux_minicluster.core import layout, templating
-from flux_minicluster.core.plan import DEFAULT_INSTALL_ROOT, Imp, MiniClusterPlan, Mode, Role
+from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml
-from flux_minicluster.core.spec import DEFAULT_LOGS_DIR, Container
+from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
 from flux_minicluster.core.templating import shquote
 
 __all__ = [
@@ -258,7 +258,11 @@ def _common(plan: MiniClusterPlan, container: Container) -> dict[str, object]:
 def _install_root(plan: MiniClusterPlan) -> str:
     """flux.installRoot when the image's Flux must be put on PATH: no view, and not in /usr."""
     root = plan.install_root
-    if plan.spec.flux.container.disable and root and root.rstrip("/") not in ("", "/usr"):
+    if (
+        plan.spec.flux.container.disable
+        and root
+        and root.rstrip("/") not in ("", DEFAULT_INSTALL_ROOT)
+    ):
         return root
     return ""
 
