@@ -25,6 +25,7 @@ from flux_minicluster.core.spec import (
     BurstedCluster,
     Container,
     FluxBroker,
+    FluxRestful,
     FluxUser,
     MiniClusterSpec,
     OperatorVolume,
@@ -203,6 +204,12 @@ class MiniClusterPlan:
     def backoff_limit(self) -> int:
         """The Job's backoffLimit: the operator's default when the spec leaves it at 0."""
         return self.spec.backoff_limit or DEFAULT_BACKOFF_LIMIT
+
+    @property
+    def restful(self) -> FluxRestful | None:
+        """The Flux RESTful API server rank 0 runs (v1alpha1 with no command and not
+        interactive); None for every other MiniCluster."""
+        return self.spec.flux_restful if self.mode is Mode.RESTFUL else None
 
     @property
     def lead_broker(self) -> FluxBroker | None:

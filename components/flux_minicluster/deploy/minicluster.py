@@ -339,9 +339,9 @@ def _restful_outputs(
     """The RESTful server's URL and user, and its token and secret key (secret); None without
     the server. A client needs all four (flux-restful-client: FLUX_USER, FLUX_TOKEN and
     FLUX_SECRET_KEY, which signs the request for an access token)."""
-    restful = plan.spec.flux_restful
+    restful = plan.restful
     names = ("restful_url", "restful_user", "restful_token", "restful_secret_key")
-    if plan.mode is not plans.Mode.RESTFUL or restful is None:
+    if restful is None:
         return {name: pulumi.Output.from_input(None) for name in names}
     url = f"http://{plan.names.restful_service}.{plan.namespace}.svc.cluster.local:{restful.port}"
     token: pulumi.Input[str] = (

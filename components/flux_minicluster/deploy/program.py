@@ -22,7 +22,6 @@ import pulumi_kubernetes as k8s
 from flux_minicluster.core import labels, layout
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.plan import Mode
 from flux_minicluster.core.render.manifests import lead_service
 from flux_minicluster.deploy import sdkinternals, stackconfig
 from flux_minicluster.deploy.burstgroup import BurstGroupArgs
@@ -119,7 +118,7 @@ def main(project_root: Path | None = None) -> None:
     for attribute in OUTPUTS:
         if reference is not None and attribute == "curve_cert":
             continue  # the root's certificate: the root publishes it
-        if attribute.startswith("restful_") and cluster.plan.mode is not Mode.RESTFUL:
+        if attribute.startswith("restful_") and cluster.plan.restful is None:
             continue  # only a v1alpha1 cluster without a command serves the RESTful API
         pulumi.export(output_name(attribute), getattr(cluster, attribute))
     if role == "root":

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from flux_minicluster.core import credentials, layout, placeholders
-from flux_minicluster.core.plan import MiniClusterPlan, Mode
+from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render import meta
 
 __all__ = ["DEFAULT_RESTFUL_USER", "derivations", "secrets"]
@@ -32,8 +32,8 @@ Derivation = Callable[[str], str]
 def derivations(plan: MiniClusterPlan) -> dict[str, Derivation]:
     """Each placeholder the plan's Secrets hold, and how to derive its value from the cert."""
     out: dict[str, Derivation] = {}
-    restful = plan.spec.flux_restful
-    if plan.mode is Mode.RESTFUL and restful is not None:
+    restful = plan.restful
+    if restful is not None:
         if restful.token is None:
             out[placeholders.RESTFUL_TOKEN] = credentials.restful_token
         if restful.secret_key is None:
@@ -60,8 +60,8 @@ def secrets(plan: MiniClusterPlan, certificate: str | None) -> list[dict[str, An
         return derive[token](certificate) if certificate is not None else token
 
     out = []
-    restful = plan.spec.flux_restful
-    if plan.mode is Mode.RESTFUL and restful is not None:
+    restful = plan.restful
+    if restful is not None:
         data = {
             layout.RESTFUL_USER: restful.username or DEFAULT_RESTFUL_USER,
             layout.RESTFUL_TOKEN: value(placeholders.RESTFUL_TOKEN, restful.token),

@@ -41,10 +41,9 @@ from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout, placeholders
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.plan import MiniClusterPlan, Mode, Role
+from flux_minicluster.core.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import credentials, kube, meta, network, pod, storage, volumes
 from flux_minicluster.core.render.scripts import entrypoint_data
-from flux_minicluster.core.spec import DEFAULT_RESTFUL_PORT
 
 __all__ = [
     "WAIT_MODES",
@@ -440,15 +439,16 @@ def render(
             else None
         ),
         sidecar_services=tuple(_sidecar_services(plan)),
-        restful_service=_restful_service(plan) if plan.mode is Mode.RESTFUL else None,
+        restful_service=(
+            _restful_service(plan, plan.restful.port) if plan.restful is not None else None
+        ),
         job=_job(plan, data, wait, public_key),
     )
 
 
-def _restful_service(plan: MiniClusterPlan) -> Manifest:
+def _restful_service(plan: MiniClusterPlan, port: int) -> Manifest:
     """v1alpha1: rank 0's Flux RESTful API server, inside the cluster (the operator made none:
     users port-forwarded to the pod)."""
-    port = plan.spec.flux_restful.port if plan.spec.flux_restful else DEFAULT_RESTFUL_PORT
     return {
         "apiVersion": "v1",
         "kind": "Service",

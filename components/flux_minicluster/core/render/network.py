@@ -25,7 +25,7 @@ from typing import Any
 
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan, Mode
+from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render import meta
 
 __all__ = ["lead_policy", "mesh_policy"]
@@ -40,8 +40,8 @@ def declared_ports(plan: MiniClusterPlan) -> list[int]:
     and v1alpha1's RESTful server's (the point of running it is to be reached)."""
     containers = [*plan.spec.containers, *plan.spec.services]
     ports = [p for c in containers if not c.run_flux for p in c.ports]
-    if plan.mode is Mode.RESTFUL and plan.spec.flux_restful is not None:
-        ports.append(plan.spec.flux_restful.port)
+    if plan.restful is not None:
+        ports.append(plan.restful.port)
     return list(dict.fromkeys(ports))
 
 

@@ -152,8 +152,8 @@ def wait_script(plan: MiniClusterPlan) -> str:
     elif mode is Mode.BATCH:
         inner = f"flux batch {flags} --flags waitable {BATCH_FILE} && flux job wait --all"
         program = f"sh -c {shquote(inner)}"
-    elif plan.mode is Mode.RESTFUL and spec.flux_restful is not None:
-        program = RESTFUL_SERVER.format(port=int(spec.flux_restful.port))
+    elif plan.restful is not None:
+        program = RESTFUL_SERVER.format(port=int(plan.restful.port))
     prefix = _text(container.commands.prefix)
     if program and prefix:
         program = f"{prefix} {program}"
@@ -270,7 +270,7 @@ def _install_root(plan: MiniClusterPlan) -> str:
 def _v1alpha1(plan: MiniClusterPlan) -> dict[str, object]:
     """What wait.sh.j2 needs for v1alpha1's entrypoint behaviours (all off for v1alpha2)."""
     container = plan.flux_container
-    restful = plan.spec.flux_restful if plan.mode is Mode.RESTFUL else None
+    restful = plan.restful
     users = plan.multi_user.users if plan.multi_user is not None else ()
     cores = container.cores or 0
     imp = plan.imp

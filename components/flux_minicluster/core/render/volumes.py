@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan, Mode
+from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render import kube
 from flux_minicluster.core.spec import Container, ContainerVolume, QuantityValue
 
@@ -189,7 +189,7 @@ def system_volumes(plan: MiniClusterPlan, entrypoint_keys: Iterable[str]) -> lis
 def _credential_sources(plan: MiniClusterPlan) -> list[dict[str, Any]]:
     """The RESTful and users Secrets, projected into one read-only folder (one file per key)."""
     sources = []
-    if plan.mode is Mode.RESTFUL:
+    if plan.restful is not None:
         sources.append({"secret": {"name": plan.names.restful_secret}})
     if plan.multi_user is not None:
         sources.append({"secret": {"name": plan.names.users_secret}})
