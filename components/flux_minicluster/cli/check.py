@@ -60,13 +60,10 @@ def _render_stacks(stacks: list[str]) -> list[Any]:
     unless asked for) and stands in, through its outputs, for the burst's StackReference."""
     from flux_minicluster.deploy import project, stackrender
 
-    where = project.find()
     wanted = set(stacks)
     out: list[Any] = []
-    rendered: dict[str, stackrender.StackRendering] = {}
-    for stack in stackrender.order_stacks(where, stacks):
-        rendering = stackrender.render_stack(where, stack, rendered)
-        rendered[stack] = rendering
+    rendered = stackrender.render_with_roots(project.find(), stacks)
+    for stack, rendering in rendered.items():
         if stack not in wanted:
             print(f"rendered the root stack {stack} offline (to read its outputs)", file=sys.stderr)
             continue
@@ -76,13 +73,6 @@ def _render_stacks(stacks: list[str]) -> list[Any]:
         if isinstance(root, str):
             root_name = root.rsplit("/", 1)[-1]
             if root_name not in wanted and root_name in rendered:
-                out += _stack_reference(root, rendered[root_name])
+                # the root's outputs as the burst's StackReference shows them to the rules
+                out.append(checker.stack_reference_manifest(root, rendered[root_name].outputs))
     return out
-
-
-def _stack_reference(name: str, root: Any) -> list[dict[str, Any]]:
-    """The root's outputs as the burst's StackReference shows them to the policy rules."""
-    stack_reference = getattr(checker, "stack_reference_manifest", None)
-    if stack_reference is None:
-        return []
-    return [stack_reference(name, root.outputs)]

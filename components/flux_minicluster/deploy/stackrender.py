@@ -171,15 +171,24 @@ def order_stacks(project: Project, stacks: Iterable[str]) -> list[str]:
     return ordered
 
 
+def render_with_roots(
+    project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
+) -> dict[str, StackRendering]:
+    """Every stack asked for and the root each burst reads, rendered roots first: the root's
+    outputs stand in for the burst's StackReference."""
+    rendered: dict[str, StackRendering] = {}
+    for stack in order_stacks(project, stacks):
+        rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert)
+    return rendered
+
+
 def render_stacks(
     project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
 ) -> list[StackRendering]:
     """The stacks in the order asked for (rendered roots first); a burst's root is rendered too
     when it was not asked for, to be read."""
     wanted = list(dict.fromkeys(stacks))
-    rendered: dict[str, StackRendering] = {}
-    for stack in order_stacks(project, wanted):
-        rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert)
+    rendered = render_with_roots(project, wanted, curve_cert=curve_cert)
     extra = [s for s in rendered if s not in wanted]
     out = [rendered[s] for s in wanted]
     for rendering in out:
