@@ -843,6 +843,56 @@ def _drop_nones(value: Any) -> None:
             _drop_nones(v)
 
 
+# --- v1alpha1's own objects: validation's rules against the server ----------------------------
+
+V1_APP = {"image": "ghcr.io/rse-ops/lammps:flux-sched-focal", "runFlux": True}
+V1_USERS = [{"name": "ann"}]
+
+
+def _v1(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "flux-framework.org/v1alpha1",
+        "kind": "MiniCluster",
+        "metadata": {"name": "mc", "namespace": "v1-rules"},
+        "spec": {"containers": [V1_APP], **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ({"volumes": {"Data_1": {"path": "/d"}}}, "spec.volumes.Data_1"),
+        ({"volumes": {"d": {"path": "/d", "storageClass": "fast"}}}, "spec.volumes.d.driver"),
+        ({"volumes": {"d": {"path": "/d", "storageClass": "fast", "driver": "Bad_Driver"}}},
+         "spec.volumes.d.driver"),
+        ({"volumes": {"d": {"path": "/d", "labels": {"a": "b c"}}}}, "spec.volumes.d.labels.a"),
+        ({"fluxRestful": {"port": 70000}}, "spec.fluxRestful.port"),
+        ({"users": [{"name": "bad name"}]}, "spec.users[0].name"),
+        ({"users": V1_USERS, "containers": [{**V1_APP, "existingVolumes": {"munge-key": {
+          "path": "/m", "configMapName": "m"}}}]}, "spec.containers[0].existingVolumes.munge-key"),
+    ],
+)  # fmt: skip
+def test_v1alpha1_rules_refuse_what_the_server_refuses(
+    module_control_plane: ControlPlane,
+    monkeypatch: pytest.MonkeyPatch,
+    spec: dict[str, Any],
+    path: str,
+) -> None:
+    """Each rule validation applies to v1alpha1's volumes, users and RESTful server refuses a
+    spec whose rendering the API server would refuse (with the rule off) part-way through."""
+    from flux_minicluster.core import loading
+
+    doc = _v1(spec)
+    with pytest.raises(SpecError) as refused:
+        parse(doc)
+    assert [p.path for p in refused.value.problems] == [path]
+    monkeypatch.setattr(loading, "check_semantics", lambda definition: [])
+    objs = objects_of(parse(doc))
+    provide_references(module_control_plane, objs)
+    verdicts = {ident(o): module_control_plane.dry_run(o) for o in objs}
+    assert [k for k, (ok, _) in verdicts.items() if not ok], "the server accepts every object"
+
+
 # --- Pod Security admission ------------------------------------------------------------------
 
 
