@@ -14,6 +14,9 @@ flag it, and the server's verdict says whether the rule is one the server enforc
 (``STRICTER_THAN_SERVER``, each with its reason). ``DIFFERENCES`` is the one place that records
 why a verdict may differ.
 
+v1alpha1's own objects: each rule validation applies to the operator-made volumes, the users and
+the RESTful server is switched off and the rendering dry-run, and the server must refuse it too.
+
 Pod Security: the Job's pod template (as a Pod, since admission judges pods) and any bare Pod of
 every example is dry-run into namespaces that enforce the ``baseline`` and ``restricted``
 profiles.
