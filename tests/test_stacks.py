@@ -216,7 +216,7 @@ def test_a_burst_with_another_size_is_refused(
         (
             lambda c: c.__setitem__(f"{PROJECT}:clustr", {}),
             f"{PROJECT}:clustr",
-            "unknown config key; did you mean 'cluster'?",
+            f"unknown config key; did you mean '{PROJECT}:cluster'?",
         ),
         (
             lambda c: c[f"{PROJECT}:cluster"].__setitem__("cloud", "ibm"),

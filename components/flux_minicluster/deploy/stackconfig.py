@@ -196,7 +196,10 @@ def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
     known = {field.alias or name for name, field in StackConfig.model_fields.items()}
     for key in values:
         if key not in known:
-            problems.append(Problem(f"{PROJECT}:{key}", unknown_key(key, known, "config key")))
+            # Said as a stack file spells the keys: flux-minicluster:curveCert.
+            spelled = [f"{PROJECT}:{k}" for k in known]
+            message = unknown_key(f"{PROJECT}:{key}", spelled, "config key")
+            problems.append(Problem(f"{PROJECT}:{key}", message))
     if "minicluster" not in values:
         problems.append(
             Problem(f"{PROJECT}:minicluster", "required: the MiniCluster spec (spec or file)")
