@@ -180,7 +180,6 @@ def _validate_spec(
             return None, None
         data = conversion.data
         warnings += conversion.warnings
-
     elif api_version == API_VERSION and "volumes" in data:
         warnings.append(
             Problem(

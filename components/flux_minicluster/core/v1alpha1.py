@@ -28,7 +28,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from flux_minicluster.core.errors import Problem, key_path, unknown_key
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT
 
-__all__ = ["DEFAULT_HEADLESS_NAME", "convert"]
+__all__ = ["DEFAULT_HEADLESS_NAME", "Conversion", "convert"]
 
 DEFAULT_HEADLESS_NAME: Final = "flux-service"
 
