@@ -26,6 +26,14 @@ def local_stack(engine: Engine, project: Path, cp: ControlPlane, cert: str) -> S
     )
 
 
+def up_in(engine: Engine, project: Path, cp: ControlPlane, namespace: str) -> Stack:
+    """The local stack, with a certificate of its own, up in a namespace of its own."""
+    stack = local_stack(engine, project, cp, new_certificate(NAME))
+    stack.set(f"{PREFIX}:cluster.namespace", namespace)
+    stack.up()
+    return stack
+
+
 def inventory(cp: ControlPlane) -> dict[str, list[str]]:
     """Every object of the MiniCluster in its namespace, by kind: one of each, or a duplicate."""
     selector = f"minicluster.flux-framework.org/cluster={NAME}"
@@ -111,10 +119,7 @@ def test_api_server_restarted_between_two_updates(
     e2e_report: Callable[[str], None],
 ) -> None:
     cp = module_control_plane
-    cert = new_certificate(NAME)
-    stack = local_stack(engine, project, cp, cert)
-    stack.set(f"{PREFIX}:cluster.namespace", "restart")
-    stack.up()
+    stack = up_in(engine, project, cp, "restart")
     job_uid = uid(cp, "Job", "restart", NAME, "batch/v1")
     seconds = cp.restart("kube-apiserver", down_for=2.0)
     # the second update: a resize within maxSize (in place), against the restarted server
@@ -139,10 +144,7 @@ def test_a_job_deleted_behind_pulumis_back_is_recreated(
     e2e_report: Callable[[str], None],
 ) -> None:
     cp = module_control_plane
-    cert = new_certificate(NAME)
-    stack = local_stack(engine, project, cp, cert)
-    stack.set(f"{PREFIX}:cluster.namespace", "deleted")
-    stack.up()
+    stack = up_in(engine, project, cp, "deleted")
     old = job(cp, "deleted", NAME)
     cp.kubectl("delete", "job", NAME, "-n", "deleted", "--cascade=foreground", "--wait=true")
     assert job(cp, "deleted", NAME) is None
