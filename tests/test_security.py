@@ -93,18 +93,23 @@ def test_a_roots_rank_0_admits_its_bursts_on_the_broker_port(ranges: list[str]) 
     assert rule.get("from", []) == [{"ipBlock": {"cidr": c}} for c in ranges]
 
 
-def test_only_a_root_has_a_lead_policy(build: Build) -> None:
-    for plan in (
-        build({}),
-        build({"size": 2, "flux": {"bursting": {"clusters": [{"name": "b"}]}}}),
-    ):
-        names = [o["metadata"]["name"] for o in render(plan, None).objects()
-                 if o["kind"] == "NetworkPolicy"]  # fmt: skip
-        assert names == (
-            ["flux-sample-mesh", "flux-sample-lead"]
-            if plan.role is plans.Role.ROOT
-            else ["flux-sample-mesh"]
-        )
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, ["flux-sample-mesh"]),
+        (
+            {"size": 2, "flux": {"bursting": {"clusters": [{"name": "b"}]}}},
+            ["flux-sample-mesh", "flux-sample-lead"],
+        ),
+    ],
+    ids=["standalone", "bursting root"],
+)
+def test_only_a_root_has_a_lead_policy(
+    build: Build, spec: dict[str, Any], expected: list[str]
+) -> None:
+    names = [o["metadata"]["name"] for o in render(build(spec), None).objects()
+             if o["kind"] == "NetworkPolicy"]  # fmt: skip
+    assert names == expected
 
 
 def test_network_policies_can_be_left_out(build: Build) -> None:

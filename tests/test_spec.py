@@ -265,7 +265,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "toleration with a bad key",
         {"spec.pod.tolerations": [{"key": "gpu vendor", "operator": "Exists"}]},
         "spec.pod.tolerations[0].key",
-        "label",
+        "must be a label key",
     ),
     (
         "toleration without a key that is not Exists",
@@ -283,7 +283,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "node affinity value that is no label value",
         {"spec.pod.nodeAffinity": {"zone": ["'; touch pwned; '"]}},
         "spec.pod.nodeAffinity.zone",
-        "value",
+        "value must be a label value",
     ),
     (
         "runtime class that is no DNS subdomain",
@@ -431,7 +431,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "bad curve cert",
         {"spec.flux.curveCert": 'metadata\ncurve\n    public-key = "abc"\n'},
         "spec.flux.curveCert",
-        "",
+        "is not a valid CURVE key",
     ),
     (
         "hostlist and clusters",
@@ -443,7 +443,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "bad custom hostlist",
         {"spec.flux.bursting": {"hostlist": "flux-sample-[1-"}},
         "spec.flux.bursting.hostlist",
-        "",
+        "is never closed",
     ),
     (
         "custom hostlist without own hosts",
@@ -494,8 +494,18 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "spec.network.headlessName",
         "DNS-1035",
     ),
-    ("v1alpha1 users", {"spec.users": [{"name": "u"}]}, "spec.users", "older v1alpha1 API"),
-    ("v1alpha1 fluxRestful", {"spec.fluxRestful": {}}, "spec.fluxRestful", "flux-restful"),
+    (
+        "v1alpha1 users",
+        {"spec.users": [{"name": "u"}]},
+        "spec.users",
+        "set apiVersion: flux-framework.org/v1alpha1",
+    ),
+    (
+        "v1alpha1 fluxRestful",
+        {"spec.fluxRestful": {}},
+        "spec.fluxRestful",
+        "set apiVersion: flux-framework.org/v1alpha1",
+    ),
     (
         "v1alpha1 volume without a path",
         {"spec.volumes": {"data": {"storageClass": "x", "capacity": "1Gi"}}},
