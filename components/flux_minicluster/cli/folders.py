@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core import certificate, documents, yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import to_yaml
 
@@ -124,10 +124,7 @@ def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[st
     template on every render, so a rendered cluster can be applied again (GitOps).
     """
     if path.exists():
-        try:
-            text = path.read_text()
-        except OSError as err:
-            raise SpecError(Problem("", f"cannot read: {err.strerror}"), source=str(path)) from None
+        text = yamlio.decode(documents.read_bytes(path), str(path))
         try:
             certificate.parse(text)
         except certificate.CertificateError as err:
