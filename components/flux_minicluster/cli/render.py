@@ -139,6 +139,13 @@ def _stacks(args: argparse.Namespace) -> int:
 
     if args.name or args.namespace:
         raise SpecError("--name and --namespace are the stack config's to set, not the CLI's")
+    if args.no_secret and not args.curve_cert:
+        # As for a file: the pods carry the certificate's public key, so a certificate made for
+        # this render and then left out would match no Secret created apart.
+        raise SpecError(
+            "--no-secret needs --curve-cert FILE, the certificate the Secrets you create apart "
+            "will hold"
+        )
     where = project.find()
     curve = None
     if args.curve_cert:
