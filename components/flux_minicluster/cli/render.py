@@ -168,14 +168,14 @@ def _stacks(args: argparse.Namespace) -> int:
             emit(objects, args_out)
             continue
         out = Path(args.output_dir)
-        folders.write_folder(out / rendering.stack, objects, rendering.patches)
-        folders.write_outputs(
-            out / f"{rendering.stack}.outputs.json",
+        outputs = folders.outputs_json(
             rendering.stack,
             rendering.outputs,
             rendering.secret_outputs,
             show_secrets=args.show_secrets,
         )
+        beside = {f"{rendering.stack}.outputs.json": outputs}
+        folders.write_folder(out / rendering.stack, objects, rendering.patches, beside)
     return EXIT_OK
 
 
