@@ -69,6 +69,10 @@ def render_file(
                 f"{path}: --no-secret needs --curve-cert FILE, the certificate the Secrets you "
                 "create apart will hold"
             )
+        try:  # an object too large is refused before a certificate is made or announced
+            render(mc, None, network_policy=network_policy)
+        except SpecError as err:
+            raise err.with_source(path) from None
         text = _certificate(mc, curve_cert, path, announce=with_secret)
         rendering = render(mc, text, network_policy=network_policy)
         if with_secret:
