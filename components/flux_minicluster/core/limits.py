@@ -99,9 +99,11 @@ def size_problems(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     out = []
     kind = manifest.get("kind")
     if kind in ("ConfigMap", "Secret") and (size := data_bytes(manifest)) > MAX_DATA_BYTES:
+        # The server names the whole object for a ConfigMap (data and binaryData together),
+        # and data for a Secret (stringData is merged into it).
         out.append(
             (
-                "data",
+                "" if kind == "ConfigMap" else "data",
                 f"{size} bytes of data; the API server accepts at most {MAX_DATA_BYTES} "
                 f"(1 MiB) in a {kind}",
             )
@@ -125,7 +127,7 @@ def size_problems(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
                 "",
                 f"about {size} bytes as the API server would store it; etcd stores at most "
                 f"{MAX_STORED_BYTES} (1.5 MiB) per request (the server answers 'etcdserver: "
-                "request is too large')",
+                "request is too large', and for a Job an error about its controller-uid labels)",
             )
         )
     return out
