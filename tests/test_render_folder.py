@@ -165,6 +165,17 @@ def test_a_poisoned_index_deletes_nothing_of_the_users(
     assert_one_render(out, [p.name for p in names])
 
 
+def test_a_folder_whose_index_held_names_only_renders_again_when_nothing_changed(
+    tmp_path: Path, curve_cert: str
+) -> None:
+    out = tmp_path / "out"
+    written = folders.write_folder(out, objects(HELLO, curve_cert))
+    # The index of earlier versions: one name a line, no hash.
+    (out / folders.INDEX).write_text("".join(f"{p.name}\n" for p in written))
+    again = folders.write_folder(out, objects(HELLO, curve_cert))
+    assert_one_render(out, [p.name for p in again])
+
+
 def test_a_rendered_file_the_user_edited_is_kept_and_named(tmp_path: Path, curve_cert: str) -> None:
     out = tmp_path / "out"
     (first, *_) = folders.write_folder(out, objects(HELLO, curve_cert))

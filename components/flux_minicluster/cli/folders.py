@@ -106,13 +106,16 @@ def write_folder(
         previous = _read_index(folder)
         _remove_temporaries(folder, [INDEX, *previous, *(f.relative for f in files)])
         ours = {rel for rel, digests in previous.items() if _holds(folder, rel, digests)}
+        # A file that already holds exactly what this render writes there loses nothing when
+        # replaced (a folder an earlier version rendered, whose index held names only).
+        ours |= {f.relative for f in files if _holds(folder, f.relative, {f.digest})}
         clashes = [_clash(folder, f.relative) for f in files if f.relative not in ours]
         if problems := [c for c in clashes if c is not None]:
             raise SpecError(problems)
         if any(f.relative.startswith(f"{PATCHES}/") for f in files):
             _subfolder(folder / PATCHES)
         # Every file this render may leave behind, should it be killed from here on.
-        intent = {rel: set(previous[rel]) for rel in ours}
+        intent = {rel: set(previous.get(rel, ())) for rel in ours}
         for f in files:
             intent.setdefault(f.relative, set()).add(f.digest)
         _write_index(folder, intent)
