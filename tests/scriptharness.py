@@ -480,7 +480,23 @@ class Sandbox:
 
 
 def bash_syntax_errors(scripts: dict[str, str], tmp: Path) -> dict[str, str]:
-    """``bash -n`` on each script; the scripts that bash cannot parse, with bash's message."""
+    """``bash -n`` on each script; the scripts that bash cannot parse, with bash's message.
+
+    One bash parses them all first, each as the body of a function (one process instead of
+    one per script, which the fuzzer feels); only when that fails is each script parsed alone,
+    which is what says which one bash refuses and why.
+    """
+    if len(scripts) > 1:
+        combined = tmp / "syntax-all"
+        combined.write_text(
+            "".join(f"__syntax_{i}() {{\n{text}\n}}\n" for i, text in enumerate(scripts.values())),
+            encoding="utf-8",
+        )
+        together = subprocess.run(
+            ["bash", "-n", str(combined)], capture_output=True, text=True, check=False, timeout=30
+        )
+        if together.returncode == 0 and not together.stderr:
+            return {}
     bad = {}
     for key, text in scripts.items():
         path = tmp / f"syntax-{key.replace('/', '_')}"

@@ -700,6 +700,42 @@ def strings_of(value: Json) -> list[str]:
     return [v for p in paths_of(value) if isinstance(v := get_at(value, p), str)]
 
 
+def _unknown_key_alphabet() -> list[str]:
+    """Keys a user might write where no field has that name: Python's type names and builtins,
+    the names pydantic gives union members and validators in its errors, the models' class
+    names, and every field of every model (each valid somewhere, so unknown elsewhere)."""
+    import builtins
+    import inspect
+
+    from pydantic import BaseModel
+
+    from flux_minicluster.core import spec as spec_models
+
+    models = [
+        m
+        for _, m in inspect.getmembers(spec_models, inspect.isclass)
+        if issubclass(m, BaseModel) and m.__module__ == spec_models.__name__
+    ]
+    fields = {f.alias or n for m in models for n, f in m.model_fields.items()}
+    tags = {
+        "int", "float", "str", "bool", "bytes", "list", "dict", "tuple", "set", "None",
+        "none", "null", "true", "false", "function-after", "function-before",
+        "function-wrap", "function-plain", "constrained-str", "constrained-int", "nullable",
+        "tagged-union", "json-or-python", "lax-str", "literal['x']", "list[int]",
+        "dict[str,int]", "is-instance[int]", "[key]", "0", "-1", "__class__", "__dict__",
+        "model_config", "model_fields", "apiVersion", "kind", "metadata", "spec", "status",
+    }  # fmt: skip
+    return sorted(set(dir(builtins)) | tags | fields | {m.__name__ for m in models})
+
+
+UNKNOWN_KEYS: list[str] = _unknown_key_alphabet()
+
+
+def unknown_keys() -> st.SearchStrategy[str]:
+    """A key from the wide alphabet above, or any text at all."""
+    return st.sampled_from(UNKNOWN_KEYS) | hostile_text()
+
+
 WRONG_TYPES: list[Json] = [None, True, 0, -1, 1.5, "", "x", [], {}, [1, "a"], {"a": 1}]
 OUT_OF_RANGE: list[Json] = [0, -1, -(2**31), 2**31, 2**63, 10**30, 100_001, 65536, 1 << 20]
 
@@ -764,9 +800,21 @@ def _mutation(draw: st.DrawFn, doc: Json) -> tuple[Json, TreePath]:
     current = get_at(doc, path)
     kind = draw(
         st.sampled_from(
-            ["drop", "rename", "wrong-type", "range", "text", "append", "copy", "duplicate"]
+            [
+                *("drop", "rename", "wrong-type", "range", "text", "append", "copy"),
+                *("duplicate", "unknown-key"),
+            ]
         )
     )
+    if kind == "unknown-key":
+        # A key nobody reads, at any level (the document, spec, a container, a mapping...).
+        mappings = [p for p in [(), *paths] if isinstance(get_at(doc, p), dict)]
+        where = draw(st.sampled_from(mappings))
+        key = draw(unknown_keys())
+        target = get_at(doc, where)
+        if key not in target:
+            target[key] = copy.deepcopy(draw(st.sampled_from(WRONG_TYPES)))
+            return doc, (*where, key)
     if kind == "drop":
         if isinstance(parent, dict):
             del parent[path[-1]]
@@ -785,7 +833,7 @@ def _mutation(draw: st.DrawFn, doc: Json) -> tuple[Json, TreePath]:
                 st.just(str(key) + "s"),
                 st.just(str(key)[:-1]),
                 st.just(str(key).replace("Size", "_size")),
-                hostile_text(),
+                unknown_keys(),
             )
         )
         if new not in parent:

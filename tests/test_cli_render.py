@@ -139,11 +139,16 @@ def test_without_the_secret_the_output_holds_no_key(
         assert f"the Secret {ns}/{name} (keys " in result.stderr
 
 
-def test_without_the_secret_a_certificate_file_is_required() -> None:
-    result = run(str(HELLO), "--no-secret")
+@pytest.mark.parametrize("target", [(str(HELLO),), ("--stack", "local")], ids=["file", "stack"])
+def test_without_the_secret_a_certificate_file_is_required(
+    tmp_path: Path, target: tuple[str, ...]
+) -> None:
+    # A certificate made here would be thrown away while the Job carries its public key.
+    result = run(*target, "--no-secret", "-d", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "--no-secret needs --curve-cert FILE" in result.stderr
     assert result.stdout == ""
+    assert not (tmp_path / "out").exists()
 
 
 def test_json_output_is_a_kubernetes_list() -> None:

@@ -51,8 +51,13 @@ def test_valid_file_prints_one_summary_line(tmp_path: Path) -> None:
             "missing.yaml: spec.containers[0].image: must be a string",
         ),
         (b"\xff\xfe name: x", "missing.yaml: not UTF-8 text"),
+        # A key spelled like a type name is a key like any other (it was an IndexError).
+        (
+            "spec: {size: 1, containers: [{image: x}], float: 1}\n",
+            "missing.yaml: spec.float: unknown field",
+        ),
     ],
-    ids=["missing", "empty", "yaml", "not-mapping", "kind", "typo", "field", "bytes"],
+    ids=["missing", "empty", "yaml", "not-mapping", "kind", "typo", "field", "bytes", "type-name"],
 )
 def test_problems_are_one_line_each_with_exit_2(
     tmp_path: Path, content: str | bytes | None, expected: str

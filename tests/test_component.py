@@ -336,6 +336,11 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
             "curve_cert: required with spec.flux.curveCertSecret",
         ),
         ({}, "spec: required"),
+        # An object the API server would refuse as too large, only once the others exist.
+        (
+            {"spec": document(containers=[{"image": "x", "command": "x" * 1_100_000}])},
+            "spec.containers[0].command: makes ConfigMap",
+        ),
     ],
 )
 def test_invalid_input_raises_before_anything_is_registered(

@@ -18,13 +18,14 @@ profile (many random examples, see ``conftest.py``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 import tomllib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import event, given, note
+from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 from scriptharness import bash_syntax_errors
 from strategies import (
@@ -34,13 +35,22 @@ from strategies import (
     hostile_text,
     mutated_cases,
     spec_cases,
+    unknown_keys,
 )
 
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.errors import SpecError, key_path
 from flux_minicluster.core.loading import load_text, parse
 from flux_minicluster.core.render.manifests import render
+from flux_minicluster.core.spec import (
+    Container,
+    FluxSpec,
+    Logging,
+    MiniClusterSpec,
+    Network,
+    PodSpec,
+)
 from flux_minicluster.policy import kubecheck
 
 K8S_VERSION = "1.34"
@@ -99,6 +109,17 @@ def test_the_oracle_expands_what_flux_would() -> None:
 # --- checks shared by the properties ---------------------------------------------------------
 
 
+class AsYaml:
+    """A document that ``note`` shows as YAML, dumped only when hypothesis reports a failing
+    example (not on each of the thousands that pass)."""
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return dump_yaml(self.doc)
+
+
 def heredocs(script: str) -> dict[str, str]:
     """The bodies of the quoted heredocs (``<<'END'``) in a script, by delimiter."""
     bodies = {}
@@ -139,7 +160,7 @@ def bootstrap_hosts(broker_toml: str) -> list[str]:
 def test_every_valid_spec_renders_what_kubernetes_and_flux_accept(
     case: SpecCase, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    note(dump_yaml(case.doc))
+    note(AsYaml(case.doc))
     mc = parse(case.doc)
     assert (mc.name, mc.spec.max_size) == (case.name, case.doc["spec"].get("maxSize", mc.spec.size))
 
@@ -190,7 +211,7 @@ def _load(mutated: Mutated) -> list[MiniClusterDefinition]:
 def test_a_broken_spec_is_a_spec_error_or_renders_correctly(
     mutated: Mutated, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    note(mutated.text if mutated.text is not None else dump_yaml(mutated.doc))
+    note(mutated.text if mutated.text is not None else AsYaml(mutated.doc))
     try:
         definitions = _load(mutated)
     except SpecError as err:
@@ -213,6 +234,37 @@ def test_a_broken_spec_is_a_spec_error_or_renders_correctly(
             scripts = {k: v for k, v in data.items() if k.endswith(".sh")}
             tmp = tmp_path_factory.mktemp("scripts")
             assert bash_syntax_errors(scripts, tmp) == {}
+
+
+# Where a spec holds a model of fixed fields (path in the document, the model, its spelling).
+MODEL_LEVELS = [
+    (("spec",), MiniClusterSpec, "spec"),
+    (("spec", "containers", 0), Container, "spec.containers[0]"),
+    (("spec", "flux"), FluxSpec, "spec.flux"),
+    (("spec", "pod"), PodSpec, "spec.pod"),
+    (("spec", "logging"), Logging, "spec.logging"),
+    (("spec", "network"), Network, "spec.network"),
+]
+
+
+@given(case=spec_cases(), level=st.sampled_from(MODEL_LEVELS), key=unknown_keys())
+def test_an_unknown_key_is_reported_where_it_was_written(
+    case: SpecCase, level: tuple[tuple[str | int, ...], type[Any], str], key: str
+) -> None:
+    """Whatever its spelling (a type name, a builtin, a field of another level...), a key no
+    model reads is an error at its own path, never a crash and never another field's."""
+    where, model, prefix = level
+    fields = {name for n, f in model.model_fields.items() for name in (n, f.alias)}
+    assume(key not in fields)
+    doc = copy.deepcopy(case.doc)
+    target = doc
+    for part in where:
+        target = target[part] if isinstance(part, int) else target.setdefault(part, {})
+    target[key] = 1
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    expected = key_path(prefix, key)
+    assert any(p.path == expected for p in info.value.problems), info.value.lines()
 
 
 json_values = st.recursive(

@@ -736,3 +736,47 @@ def test_the_cli_renders_a_hostile_file_or_exits_2_without_a_traceback(
         documents = [d for d in yaml.safe_load_all(result.stdout.decode("utf-8")) if d]
         assert [documents[0]["kind"], documents[-1]["kind"]] == ["ConfigMap", "Job"]
     nothing_ran(cli_runs["root"] / case.id)
+
+
+# Inputs without an end: each is refused as soon as the 4 MiB bound is passed, never read into
+# memory whole. The child runs with 1 GiB of address space, so a read without a bound fails
+# here (MemoryError, exit 70) instead of taking the machine's memory.
+ENDLESS = [
+    ("validate", "/dev/zero"),
+    ("validate", "-"),
+    ("render", "-n", "x", "-"),
+    ("render", "--curve-cert", "/dev/zero", "spec.yaml"),
+    ("render", "--no-secret", "--curve-cert", "/dev/zero", "spec.yaml"),
+    ("check", "big.yaml"),
+]
+
+
+@pytest.mark.parametrize("args", ENDLESS, ids=lambda a: " ".join(a))
+def test_endless_or_huge_input_is_refused_at_the_bound(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    import resource
+
+    (tmp_path / "spec.yaml").write_text(
+        "metadata: {name: x}\nspec: {size: 1, containers: [{image: x}]}\n"
+    )
+    with (tmp_path / "big.yaml").open("w") as big:  # a regular file just over the bound
+        big.write("# " + "x" * (4 * 1024 * 1024) + "\n")
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    with open("/dev/zero", "rb") as zero:
+        result = subprocess.run(
+            [sys.executable, "-m", "flux_minicluster.cli.main", *args],
+            cwd=tmp_path,
+            stdin=zero,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=limit_memory,
+            check=False,
+        )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "larger than 4194304 bytes, the most accepted" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

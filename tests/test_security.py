@@ -138,13 +138,34 @@ def job_pod(objects: list[Manifest]) -> dict[str, Any]:
     return pod
 
 
-def test_the_init_container_is_locked_down_with_resources(build: Build) -> None:
-    (init,) = job_pod(render(build({}), None).objects())["initContainers"]
-    assert init["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "readOnlyRootFilesystem": True,
-    }
+LOCKED = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+}
+NON_ROOT = {"runAsUser": 65532, "runAsGroup": 65532, "runAsNonRoot": True}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, {**LOCKED, **NON_ROOT}),
+        # The pod's user applies to the init container too: non-root unless it is root.
+        ({"pod": {"securityContext": {"runAsUser": 1000}}}, {**LOCKED, "runAsNonRoot": True}),
+        ({"pod": {"securityContext": {"runAsUser": 0}}}, LOCKED),
+        # The view's own securityContext wins.
+        (
+            {"flux": {"container": {"securityContext": {"runAsUser": 0}}}},
+            {**LOCKED, "runAsUser": 0},
+        ),
+    ],
+    ids=["default", "pod-user", "pod-root", "view-root"],
+)
+def test_the_init_container_is_locked_down_with_resources(
+    build: Build, spec: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    (init,) = job_pod(render(build(spec), None).objects())["initContainers"]
+    assert init["securityContext"] == expected
     assert set(init["resources"]) == {"requests", "limits"}
 
 

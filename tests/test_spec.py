@@ -612,6 +612,46 @@ def test_the_invalid_table_is_wide_enough() -> None:
     assert len(INVALID) >= 40
 
 
+# Names pydantic also uses for the members of a union in an error's location: type names, the
+# models' class names, its own tags, and builtins beside them. Each is an ordinary key to a user.
+_TAG_LIKE_NAMES = [
+    "int", "float", "str", "bool", "list", "dict", "None", "bytes", "object", "type",
+    "Container", "MiniClusterSpec", "FluxSpec", "Resources", "function-after", "function-wrap",
+    "constrained-str", "nullable", "tagged-union", "json-or-python", "lax-str",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _TAG_LIKE_NAMES)
+@pytest.mark.parametrize(
+    ("where", "fragment"),
+    [
+        ("spec.{name}", "unknown field"),
+        ("spec.flux.{name}", "unknown field"),
+        ("spec.containers[0].{name}", "unknown field"),
+        # A mapping key of the user's choosing, above and below a union of int | float | str.
+        ("spec.containers[0].volumes.{name}.path", "must be a string"),
+        ("spec.containers[0].resources.limits.{name}", "must be"),
+    ],
+    ids=["spec", "flux", "container", "volume-key", "union-key"],
+)
+def test_keys_spelled_like_type_names_keep_their_place_in_the_path(
+    name: str, where: str, fragment: str
+) -> None:
+    doc = copy.deepcopy(base())
+    target = doc
+    *parents, leaf = where.format(name=name).replace("[0]", ".0").split(".")
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target.setdefault(part, {})
+    target[leaf] = [1]
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    expected = where.format(name=name)
+    problems = info.value.problems
+    assert any(p.path == expected and fragment in p.message for p in problems), [
+        str(p) for p in problems
+    ]
+
+
 def test_all_problems_are_reported_at_once() -> None:
     doc = base()
     doc["spec"].update({"size": 0, "tasks": -1})

@@ -26,8 +26,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir)
     renderings = stackrender.render_stacks(where, stacks)
     for r in renderings:
-        folders.write_folder(out / r.stack, r.objects, r.patches)
-        folders.write_outputs(out / f"{r.stack}.outputs.json", r.stack, r.outputs, r.secret_outputs)
+        outputs = folders.outputs_json(r.stack, r.outputs, r.secret_outputs)
+        folders.write_folder(
+            out / r.stack, r.objects, r.patches, {f"{r.stack}.outputs.json": outputs}
+        )
     rows = [r.summary_row() for r in renderings]
     problems = [p for r in renderings for p in schema_problems(r.stack, r.objects)]
     print(

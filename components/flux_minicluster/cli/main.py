@@ -33,12 +33,18 @@ NAMESPACE_HELP = (
 def _validate(args: argparse.Namespace) -> int:
     from flux_minicluster.core import plan
     from flux_minicluster.core.loading import load_file
+    from flux_minicluster.core.render.manifests import render
 
     status = EXIT_OK
     for path in args.files:
         try:
             for mc in load_file(path, name=args.name, default_namespace=args.namespace):
-                print(f"{path}: ok {plan.build(mc).summary()}")
+                planned = plan.build(mc)
+                try:  # refuses an object the API server would find too large
+                    render(planned)
+                except SpecError as err:
+                    raise err.with_source(path) from None
+                print(f"{path}: ok {planned.summary()}")
         except SpecError as err:
             _print_problems(err)
             status = EXIT_INVALID

@@ -69,6 +69,10 @@ def render_file(
                 f"{path}: --no-secret needs --curve-cert FILE, the certificate the Secrets you "
                 "create apart will hold"
             )
+        try:  # an object too large is refused before a certificate is made or announced
+            render(mc, None, network_policy=network_policy)
+        except SpecError as err:
+            raise err.with_source(path) from None
         text = _certificate(mc, curve_cert, path, announce=with_secret)
         rendering = render(mc, text, network_policy=network_policy)
         if with_secret:
@@ -139,6 +143,13 @@ def _stacks(args: argparse.Namespace) -> int:
 
     if args.name or args.namespace:
         raise SpecError("--name and --namespace are the stack config's to set, not the CLI's")
+    if args.no_secret and not args.curve_cert:
+        # As for a file: the pods carry the certificate's public key, so a certificate made for
+        # this render and then left out would match no Secret created apart.
+        raise SpecError(
+            "--no-secret needs --curve-cert FILE, the certificate the Secrets you create apart "
+            "will hold"
+        )
     where = project.find()
     curve = None
     if args.curve_cert:
@@ -161,14 +172,14 @@ def _stacks(args: argparse.Namespace) -> int:
             emit(objects, args_out)
             continue
         out = Path(args.output_dir)
-        folders.write_folder(out / rendering.stack, objects, rendering.patches)
-        folders.write_outputs(
-            out / f"{rendering.stack}.outputs.json",
+        outputs = folders.outputs_json(
             rendering.stack,
             rendering.outputs,
             rendering.secret_outputs,
             show_secrets=args.show_secrets,
         )
+        beside = {f"{rendering.stack}.outputs.json": outputs}
+        folders.write_folder(out / rendering.stack, objects, rendering.patches, beside)
     return EXIT_OK
 
 

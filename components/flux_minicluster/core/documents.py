@@ -15,7 +15,7 @@ from typing import Any, Final
 from flux_minicluster.core import yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 
-__all__ = ["HEADER_KEYS", "STDIN", "is_document", "read_file", "read_text"]
+__all__ = ["HEADER_KEYS", "STDIN", "is_document", "read_bytes", "read_file", "read_text"]
 
 # The top-level keys of a whole document (``status`` is what the operator writes back).
 HEADER_KEYS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -34,20 +34,37 @@ def is_document(data: Mapping[str, Any]) -> bool:
     )
 
 
-def read_text(path: str | Path) -> str:
-    """A file's text (``-`` is standard input), decoded and size-checked; a SpecError on failure."""
+def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
+    """A file's bytes (``-`` is standard input), at most ``limit`` of them; a SpecError on
+    failure.
+
+    The bound applies while reading: at most ``limit + 1`` bytes are ever read, so an endless
+    or huge input (``/dev/zero``, a mistaken device or log) is refused at once, not after it
+    has filled memory.
+    """
     import sys
 
-    source = str(path)
+    source = "<stdin>" if str(path) == STDIN else str(path)
     try:
-        data = sys.stdin.buffer.read() if source == STDIN else Path(path).read_bytes()
+        if str(path) == STDIN:
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(limit + 1)
     except FileNotFoundError:
         raise SpecError(Problem("", "no such file"), source=source) from None
     except IsADirectoryError:
         raise SpecError(Problem("", "is a directory, not a file"), source=source) from None
     except OSError as err:
         raise SpecError(Problem("", f"cannot read: {err.strerror}"), source=source) from None
-    return yamlio.decode(data, source)
+    if len(data) > limit:
+        raise SpecError(Problem("", f"larger than {limit} bytes, the most accepted"), source=source)
+    return data
+
+
+def read_text(path: str | Path) -> str:
+    """A file's text (``-`` is standard input), decoded and size-checked; a SpecError on failure."""
+    return yamlio.decode(read_bytes(path), "<stdin>" if str(path) == STDIN else str(path))
 
 
 def read_file(path: str | Path) -> list[Any]:

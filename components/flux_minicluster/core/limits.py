@@ -6,7 +6,8 @@ rendered objects (``policy.kubecheck``) applies the same numbers, so both read t
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 # Kubernetes refuses an Indexed Job with more completions than this.
 MAX_INDEXED_COMPLETIONS: Final = 100_000
@@ -14,3 +15,123 @@ MAX_INDEXED_COMPLETIONS: Final = 100_000
 INT64_MAX: Final = 2**63 - 1
 # Longest DNS label: a hostname, a Service name, a container name.
 MAX_LABEL_LENGTH: Final = 63
+
+# --- sizes: what the API server and its etcd refuse as too large ------------------------------
+# The checks below take a manifest as plain data, so that rendering (which names the spec field
+# that made an object large) and policy.kubecheck (which names the object's own field) apply
+# the same rule; tests/e2e/test_server_validation.py holds each against a real API server.
+
+# A ConfigMap's data and binaryData, a Secret's data: at most 1 MiB in total (the API server's
+# core.MaxSecretSize; a ConfigMap counts its values, a Secret its decoded values).
+MAX_DATA_BYTES: Final = 1024 * 1024
+# Every annotation of one object's metadata (key and value bytes): at most 256 KiB.
+MAX_ANNOTATIONS_BYTES: Final = 256 * 1024
+# What etcd stores in one request (its --max-request-bytes, 1.5 MiB by default): the object as
+# the API server writes it, defaults and managedFields included.
+MAX_STORED_BYTES: Final = 1536 * 1024
+
+
+def data_bytes(manifest: Mapping[str, Any]) -> int:
+    """The bytes of a ConfigMap's or Secret's data as the API server counts them."""
+    import base64
+    import binascii
+
+    kind = manifest.get("kind")
+    total = 0
+    if kind == "ConfigMap":
+        total += sum(len(str(v).encode()) for v in _mapping(manifest.get("data")).values())
+    encoded = _mapping(manifest.get("binaryData" if kind == "ConfigMap" else "data"))
+    plain = _mapping(manifest.get("stringData")) if kind == "Secret" else {}
+    for key, value in encoded.items():
+        if key in plain:
+            continue  # stringData wins over data
+        try:
+            total += len(base64.b64decode(str(value), validate=True))
+        except (binascii.Error, ValueError):
+            total += len(str(value).encode())
+    total += sum(len(str(v).encode()) for v in plain.values())
+    return total
+
+
+def annotations_bytes(metadata: Any) -> int:
+    """The total bytes of one metadata's annotations, keys and values."""
+    values = _mapping(_mapping(metadata).get("annotations"))
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in values.items())
+
+
+def stored_bytes(manifest: Mapping[str, Any]) -> int:
+    """An upper estimate of the bytes the API server asks etcd to store for ``manifest``.
+
+    The server stores the object in protobuf, smaller than its JSON, plus the managedFields it
+    records on every write: the field set of the object (``f:name``, ``k:{"name":"X"}``...) as
+    JSON. This is the object's compact JSON plus that field set, spelled as the server does;
+    the server's own defaults add a few hundred bytes per container, inside the margin protobuf
+    leaves.
+    """
+    import json
+
+    text = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode()) + _fieldset_bytes(manifest)
+
+
+def _fieldset_bytes(value: Any) -> int:
+    """The JSON bytes of the managedFields field set of ``value`` (FieldsV1)."""
+    import json
+
+    if isinstance(value, Mapping):
+        # {"f:key":<child>,...}: the key's JSON, 2 for "f:", 1 for ':' and 1 for ','
+        return 2 + sum(len(json.dumps(str(k))) + 4 + _fieldset_bytes(v) for k, v in value.items())
+    if isinstance(value, list):
+        total = 2
+        for index, item in enumerate(value):
+            if isinstance(item, Mapping) and "name" in item:
+                key = json.dumps(json.dumps({"name": item["name"]}, separators=(",", ":")))
+                total += len(key) + 4 + 7 + _fieldset_bytes(item)  # "k:...":{".":{},...}
+            else:
+                total += len(json.dumps(f"v:{json.dumps(item)}" if item else f"i:{index}"))
+                total += 4
+        return total
+    return 2  # {}
+
+
+def size_problems(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(field of the object, message)`` for each size the API server would refuse."""
+    out = []
+    kind = manifest.get("kind")
+    if kind in ("ConfigMap", "Secret") and (size := data_bytes(manifest)) > MAX_DATA_BYTES:
+        # The server names the whole object for a ConfigMap (data and binaryData together),
+        # and data for a Secret (stringData is merged into it).
+        out.append(
+            (
+                "" if kind == "ConfigMap" else "data",
+                f"{size} bytes of data; the API server accepts at most {MAX_DATA_BYTES} "
+                f"(1 MiB) in a {kind}",
+            )
+        )
+    metas = [("metadata", manifest.get("metadata"))]
+    template = _mapping(_mapping(manifest.get("spec")).get("template"))
+    if template:
+        metas.append(("spec.template.metadata", template.get("metadata")))
+    for where, metadata in metas:
+        if (size := annotations_bytes(metadata)) > MAX_ANNOTATIONS_BYTES:
+            out.append(
+                (
+                    f"{where}.annotations",
+                    f"{size} bytes of annotations; the API server accepts at most "
+                    f"{MAX_ANNOTATIONS_BYTES} (256 KiB) in total",
+                )
+            )
+    if not out and (size := stored_bytes(manifest)) > MAX_STORED_BYTES:
+        out.append(
+            (
+                "",
+                f"about {size} bytes as the API server would store it; etcd stores at most "
+                f"{MAX_STORED_BYTES} (1.5 MiB) per request (the server answers 'etcdserver: "
+                "request is too large', and for a Job an error about its controller-uid labels)",
+            )
+        )
+    return out
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

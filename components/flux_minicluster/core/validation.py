@@ -10,8 +10,9 @@ returns its problems and never raises.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, get_args, get_origin
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
@@ -89,9 +90,7 @@ def translate_errors(
     """Readable problems from pydantic's errors, with did-you-mean for unknown fields."""
     problems = []
     for e in err.errors(include_url=False):
-        loc = [p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-        # A union of types reports each member; the member name is noise to a user.
-        loc = [p for p in loc if not (isinstance(p, str) and p in ("int", "float", "str"))]
+        loc = field_loc(root, e["loc"])
         path = format_path(prefix, loc)
         kind = e["type"]
         if kind == "extra_forbidden":
@@ -110,6 +109,60 @@ def translate_errors(
             problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
     # A union reports one error per member; keep one line per path and message.
     return list(dict.fromkeys(problems))
+
+
+def field_loc(root: type[BaseModel] | None, loc: Iterable[int | str]) -> list[int | str]:
+    """Pydantic's ``loc`` as the user's document spells it: without the member names a union
+    adds (``int``, ``float``, ``str``, a model's class name...) after the field that failed.
+
+    The member names are told apart by the schema, never by their spelling: a field, an
+    unknown key or a mapping key may well be called ``int``, ``float``, ``str`` or
+    ``Container``, and must stay in the path. Below a point the schema does not describe
+    (no ``root``, an unknown key, ``dict[str, Any]``), every part is the document's own.
+    """
+    out: list[int | str] = []
+    annotation: Any = root
+    for part in loc:
+        members = _union_members(annotation)
+        if members:  # this part names the member of the union that failed
+            annotation = next((m for m in members if getattr(m, "__name__", None) == part), None)
+            continue
+        out.append(part)
+        annotation = _child(annotation, part)
+    return out
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` and ``X | None`` -> ``X``; a union of several types unchanged."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _unwrap(members[0])
+    return annotation
+
+
+def _union_members(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union pydantic reports one by one (``None`` aside); else empty."""
+    annotation = _unwrap(annotation)
+    if get_origin(annotation) in (Union, UnionType):
+        return tuple(a for a in get_args(annotation) if a is not type(None))
+    return ()
+
+
+def _child(annotation: Any, part: int | str) -> Any:
+    """The annotation one step below ``annotation`` at ``part``; None where unknown."""
+    annotation = _unwrap(annotation)
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset, Sequence):
+        return get_args(annotation)[0] if get_args(annotation) else None
+    if origin in (dict, Mapping):
+        return get_args(annotation)[-1] if get_args(annotation) else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = next((f for n, f in annotation.model_fields.items() if part in (n, f.alias)), None)
+        return None if field is None else field.annotation
+    return None
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -455,13 +455,16 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         message := plan.mounted_certificate_problem("curve_cert (stack config curveCert)")
     ):
         raise SpecError(Problem("curve_cert", message), source=_SOURCE)
-    rendering = render(
-        plan,
-        None,
-        wait=wait,
-        network_policy=bool(args.get("network_policy", True)),
-        lead_source_ranges=list(args.get("lead_source_ranges") or ()),
-    )
+    try:  # an object the API server would find too large is refused here, before any is created
+        rendering = render(
+            plan,
+            None,
+            wait=wait,
+            network_policy=bool(args.get("network_policy", True)),
+            lead_source_ranges=list(args.get("lead_source_ranges") or ()),
+        )
+    except SpecError as err:
+        raise err.with_source(_SOURCE) from None
     keygen = settings_from_args(args.get("keygen"), plan)
     certificate: pulumi.Input[str] | None
     if curve_cert is not None:

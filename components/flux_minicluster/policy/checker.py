@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from flux_minicluster.core import documents, yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.policy import config as cfg
 from flux_minicluster.policy import manifest as mf
@@ -234,10 +235,7 @@ def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 def _documents(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(f"cannot read: {err}", source=str(path)) from None
+    text = yamlio.decode(documents.read_bytes(path), str(path))
     try:
         if path.suffix.lower() == ".json":
             return [json.loads(text)] if text.strip() else []

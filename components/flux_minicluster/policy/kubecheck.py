@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from flux_minicluster.core import names
-from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS
+from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS, size_problems
 from flux_minicluster.core.quantity import resource_problems
 
 __all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_errors"]
@@ -672,6 +672,13 @@ def _cross(manifests: list[Mapping[str, Any]]) -> Iterator[str]:
                         )
 
 
+def _sizes(manifest: Mapping[str, Any]) -> Iterator[str]:
+    """Data, annotations and the whole object within what the API server stores (the rule
+    rendering applies too, ``limits.size_problems``)."""
+    for where, message in size_problems(manifest):
+        yield f"{where or '<object>'}: too large: {message}"
+
+
 def semantic_errors(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
     """What the API server would refuse, or what would leave a MiniCluster unable to start.
 
@@ -683,7 +690,7 @@ def semantic_errors(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
     out: list[str] = []
     for m in items:
         prefix = _identity(m)
-        checks = [_metadata(m), _data_keys(m)]
+        checks = [_metadata(m), _data_keys(m), _sizes(m)]
         if (check := _CHECKS.get(str(m.get("kind")))) is not None:
             checks.append(check(m))
         out += [f"{prefix}: {line}" for lines in checks for line in lines]

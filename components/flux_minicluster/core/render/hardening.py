@@ -5,10 +5,12 @@ from a baseline a security reviewer signs off on, and the user's own settings al
 that asks for more, such as ``privileged`` or an added capability, still gets it; the policy pack
 reports it as before). Each exception is written next to the baseline it weakens:
 
-* the flux-view init container (ours alone) drops every capability, cannot escalate privileges
-  and has a read-only root filesystem: ``flux-init.sh`` writes only to the view emptyDir and
-  reads the entrypoint ConfigMap. It keeps the image's user: the view image runs as root, and the
-  files it copies must be readable by whatever user the application image runs as;
+* the flux-view init container (ours alone) drops every capability, cannot escalate privileges,
+  has a read-only root filesystem and runs as a non-root user (``VIEW_USER``, with
+  ``runAsNonRoot``): ``flux-init.sh`` only reads the view and the entrypoint ConfigMap and writes
+  into the view emptyDir, which the kubelet makes writable by all; what it copies keeps modes
+  readable by all, so an application container of any user (root or not) reads it. A pod-level
+  ``runAsUser`` in the spec, or the view's own securityContext, wins;
 * the Flux container drops ``NET_RAW`` (raw sockets: packet crafting, ARP spoofing; Flux and
   MPI's TCP, shared-memory and verbs transports never use them) and cannot gain privileges
   through setuid binaries. Everything else is the image's: brokers run as the image's user, and
@@ -28,6 +30,7 @@ from flux_minicluster.core.spec import Resources, SecurityContext
 __all__ = [
     "FLUX_DROPPED",
     "INIT_RESOURCES",
+    "VIEW_USER",
     "container_context",
     "flux_context",
     "init_context",
@@ -41,6 +44,10 @@ INIT_RESOURCES: Final = {
     "limits": {"cpu": "1", "memory": "256Mi"},
 }
 FLUX_DROPPED: Final = ("NET_RAW",)
+# The init container's user: it only reads the view and writes into the pod's emptyDirs (which
+# the kubelet makes writable by all), so it needs no root; 65532 is the "nonroot" user of
+# distroless images, a high UID no node account uses.
+VIEW_USER: Final = 65532
 RUNTIME_DEFAULT: Final = {"type": "RuntimeDefault"}
 
 
@@ -78,9 +85,17 @@ def container_context(
     return {**out, **spec}
 
 
-def init_context(user: SecurityContext | None) -> dict[str, Any]:
-    """The flux-view init container: no capability, no escalation, read-only root."""
-    return container_context(user, ("ALL",), read_only_root=True)
+def init_context(user: SecurityContext | None, pod_user: int | None = None) -> dict[str, Any]:
+    """The flux-view init container: no capability, no escalation, read-only root, and not
+    root: ``VIEW_USER`` with ``runAsNonRoot``, unless the pod's securityContext names a user
+    (``pod_user``: it applies, and is non-root unless it is 0) or the view's own does."""
+    context = container_context(user, ("ALL",), read_only_root=True)
+    if pod_user is None and "runAsUser" not in context:
+        context["runAsUser"] = VIEW_USER
+        context.setdefault("runAsGroup", VIEW_USER)
+    if context.get("runAsUser", pod_user) != 0:
+        context.setdefault("runAsNonRoot", True)
+    return context
 
 
 def flux_context(user: SecurityContext | None, *, setuid: bool = False) -> dict[str, Any]:

@@ -39,8 +39,8 @@ import yaml
 
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, placeholders
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core import layout, limits, placeholders
+from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import credentials, kube, meta, network, pod, storage, volumes
 from flux_minicluster.core.render.scripts import entrypoint_data
@@ -55,6 +55,7 @@ __all__ = [
     "kubernetes_order",
     "lead_service",
     "render",
+    "size_problems",
     "to_json",
     "to_yaml",
 ]
@@ -416,7 +417,7 @@ def render(
     data = entrypoint_data(plan)
     text, public_key = _certificate(certificate)
     services = bool(plan.spec.services)
-    return Rendering(
+    rendering = Rendering(
         plan=plan,
         entrypoint=_config_map(plan, data),
         curve_secret=(
@@ -444,6 +445,60 @@ def render(
         ),
         job=_job(plan, data, wait, public_key),
     )
+    if problems := size_problems(rendering):
+        raise SpecError(problems)
+    return rendering
+
+
+def size_problems(rendering: Rendering) -> list[Problem]:
+    """An object the API server would refuse as too large (``limits.size_problems``), at the
+    spec field that made it so: refused here, before anything is created."""
+    out = []
+    spec: Any = None
+    for obj in rendering.objects():
+        found = limits.size_problems(obj)
+        if not found:
+            continue
+        if spec is None:
+            spec = rendering.plan.spec.model_dump(by_alias=True, exclude_defaults=True)
+        text = json.dumps(obj, ensure_ascii=False)
+        for where, message in found:
+            field = (
+                "spec.pod.annotations"
+                if where.endswith("annotations")
+                else _largest_field("spec", spec, text)
+            )
+            what = f"{obj['kind']} {obj['metadata']['name']}" + (f" ({where})" if where else "")
+            out.append(Problem(field, f"makes {what} too large: {message}"))
+    return out
+
+
+def _largest_field(path: str, value: Any, text: str) -> str:
+    """The field of ``value`` (at ``path``) that holds most of what ``text`` holds: the child
+    holding at least half of its parent's bytes, as deep as there is one."""
+    children: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        children = [(key_path(path, str(k)), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    sized = [(len(json.dumps(v, ensure_ascii=False)), p, v) for p, v in children]
+    if not sized:
+        return path
+    size, child, child_value = max(sized, key=lambda c: c[0])
+    if size * 2 < sum(c[0] for c in sized) or _longest_text(child_value) not in text:
+        return path
+    return _largest_field(child, child_value, text)
+
+
+def _longest_text(value: Any) -> str:
+    """The longest string in ``value``, escaped as JSON text holds it."""
+    if isinstance(value, dict):
+        texts = [_longest_text(v) for v in value.values()] + [str(k) for k in value]
+    elif isinstance(value, list):
+        texts = [_longest_text(v) for v in value]
+    else:
+        return json.dumps(value, ensure_ascii=False).strip('"')
+    return max(texts, key=len, default="")
 
 
 def _restful_service(plan: MiniClusterPlan, port: int) -> Manifest:

@@ -134,7 +134,10 @@ def init_container(plan: MiniClusterPlan) -> dict[str, Any]:
     if view.working_dir:
         out["workingDir"] = view.working_dir
     out["resources"] = hardening.init_resources(view.resources, resources(view.resources))
-    out["securityContext"] = hardening.init_context(view.security_context)
+    pod_context = plan.spec.pod.security_context
+    out["securityContext"] = hardening.init_context(
+        view.security_context, pod_context.run_as_user if pod_context else None
+    )
     out["stdin"] = True
     out["tty"] = True
     out["volumeMounts"] = volumes.init_mounts(plan)

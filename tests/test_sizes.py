@@ -1,0 +1,119 @@
+"""Kubernetes' size limits, refused before anything is created, at the spec field responsible.
+
+A ConfigMap's or Secret's data over 1 MiB, annotations over 256 KiB, an object too large for
+etcd to store (1.5 MiB per request): the API server refuses each, but only once ``pulumi up``
+has created everything before it. Rendering refuses them first (``validate``, ``render`` and
+the component all render), naming the spec field that made the object large; kubecheck applies
+the same rule to any manifest. tests/e2e/test_server_validation.py holds the rule against a
+real API server: the same limits, the same verdicts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cli import minicluster
+
+from flux_minicluster.core import limits
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.loading import parse
+from flux_minicluster.core.plan import build
+from flux_minicluster.core.render.manifests import render
+from flux_minicluster.policy import kubecheck
+
+
+def spec(**container: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "big", "namespace": "default"},
+        "spec": {"size": 1, "containers": [{"image": "x", "command": "hostname", **container}]},
+    }
+
+
+def with_pod(doc: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    doc["spec"]["pod"] = pod
+    return doc
+
+
+# (spec, the field named, the object and its field in the message)
+TOO_LARGE = {
+    "command over 1 MiB": (
+        spec(command="echo " + "x" * 1_100_000),
+        "spec.containers[0].command",
+        "ConfigMap big-entrypoint too large: 1110",
+    ),
+    "pod annotations over 256 KiB": (
+        with_pod(spec(), annotations={"example.com/note": "x" * 300_000}),
+        "spec.pod.annotations",
+        "Job big (spec.template.metadata.annotations) too large: 300",
+    ),
+    "20,000 environment entries": (
+        spec(environment={f"VAR_{i:05d}": f"value-{i}" for i in range(20_000)}),
+        "spec.containers[0].environment",
+        "Job big too large: about",
+    ),
+    "one environment value of 1.6 MB": (
+        spec(environment={"BIG": "x" * 1_600_000}),
+        "spec.containers[0].environment.BIG",
+        "Job big too large: about",
+    ),
+}
+JUST_UNDER = {
+    "command of 1,000,000 bytes": spec(command="echo " + "x" * 1_000_000),
+    "pod annotations of 250,000 bytes": with_pod(spec(), annotations={"a": "x" * 250_000}),
+    "one environment value of 1.4 MB": spec(environment={"BIG": "x" * 1_400_000}),
+}
+
+
+@pytest.mark.parametrize(("doc", "field", "fragment"), TOO_LARGE.values(), ids=list(TOO_LARGE))
+def test_an_object_too_large_is_refused_at_its_spec_field(
+    doc: dict[str, Any], field: str, fragment: str
+) -> None:
+    with pytest.raises(SpecError) as info:
+        render(build(parse(doc)))
+    (problem,) = info.value.problems
+    assert problem.path == field
+    assert fragment in problem.message
+    # kubecheck, over the objects as rendered without the check, says the same of the object.
+    objects = render_unchecked(doc)
+    assert any("too large" in e for e in kubecheck.semantic_errors(objects))
+
+
+@pytest.mark.parametrize("doc", JUST_UNDER.values(), ids=list(JUST_UNDER))
+def test_an_object_just_under_the_limits_renders(doc: dict[str, Any]) -> None:
+    objects = render(build(parse(doc))).objects()
+    assert not [e for e in kubecheck.semantic_errors(objects) if "too large" in e]
+
+
+def render_unchecked(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects as rendered were the size rule not applied (to hand them to kubecheck)."""
+    real = limits.size_problems
+    try:
+        limits.size_problems = lambda manifest: []
+        return render(build(parse(doc))).objects()
+    finally:
+        limits.size_problems = real
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_the_cli_refuses_a_large_object_with_exit_2(tmp_path: Path, command: str) -> None:
+    doc, field, _ = TOO_LARGE["command over 1 MiB"]
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(doc))
+    result = minicluster(command, "big.yaml", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-500:]
+    assert result.stderr.startswith(f"big.yaml: {field}: makes ConfigMap big-entrypoint")
+    assert result.stdout == ""
+
+
+def test_a_secret_counts_its_decoded_data_and_string_data() -> None:
+    secret = {
+        "kind": "Secret",
+        "data": {"a": "eHh4"},  # 3 bytes decoded
+        "stringData": {"b": "x" * limits.MAX_DATA_BYTES},
+    }
+    assert limits.data_bytes(secret) == limits.MAX_DATA_BYTES + 3
+    assert [w for w, _ in limits.size_problems(secret)] == ["data"]
+    del secret["data"]
+    assert limits.size_problems(secret) == []
