@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from cli import minicluster
+from cli import minicluster, minicluster_plain
 
 
 def test_init_writes_a_project_that_renders_validates_and_checks(tmp_path: Path) -> None:
@@ -59,3 +59,24 @@ def test_every_subcommand_has_a_description() -> None:
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     for name, command in sub.choices.items():  # type: ignore[union-attr]
         assert command.description, name
+
+
+def test_a_plain_install_runs_every_product_command(tmp_path: Path) -> None:
+    """``pip install flux-minicluster`` without the dev extra: init, validate, render, check and
+    demo all work; the schema check that needs kubernetes-validate says it was skipped."""
+    assert minicluster_plain("init", "p", cwd=tmp_path).returncode == 0
+    project = tmp_path / "p"
+    for command in (
+        ("validate", "minicluster.yaml"),
+        ("render", "minicluster.yaml", "-d", "out"),
+        ("check", "minicluster.yaml"),
+        ("render", "--stack", "dev", "-d", "rendered"),
+        ("check", "--stack", "dev"),
+    ):
+        result = minicluster_plain(*command, cwd=project)
+        assert result.returncode == 0, (command, result.stderr)
+    demo = minicluster_plain("demo", cwd=project)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "Schema check skipped" in demo.stdout
+    assert "kubernetes-validate" in demo.stdout
+    assert "validates strict" not in demo.stdout
