@@ -85,3 +85,29 @@ def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:
     result = minicluster("check", "--stack", "eks-burst", cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rendered the root stack gke-root" in result.stderr
+
+
+def test_a_folder_the_product_wrote_is_checked_on_its_objects_alone(tmp_path: Path) -> None:
+    """``render -d`` writes ``<stack>.outputs.json`` beside the stack folders and examples/ holds
+    ``Pulumi.yaml`` and ``package.json``: checking the folder skips them with a note."""
+    root = Path(__file__).parents[1]
+    rendered = minicluster("render", "--stack", "local", "-d", str(tmp_path), cwd=root)
+    assert rendered.returncode == 0, rendered.stderr
+    assert (tmp_path / "local.outputs.json").is_file()
+    result = minicluster("check", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 mandatory" in result.stdout
+    # examples/ holds a hostPath example and a bursting pair: the policies judge those (exit 1),
+    # the project files of the other-language examples are skipped, not an input error (exit 2)
+    examples = minicluster("check", str(root / "examples"), cwd=tmp_path)
+    assert examples.returncode == 1, examples.stdout + examples.stderr
+    assert "policy check FAILED" in examples.stdout
+    assert "go/Pulumi.yaml: skipped, not a Kubernetes object" in examples.stderr
+    assert (
+        "local.outputs.json: skipped, not a Kubernetes object"
+        in minicluster("check", str(tmp_path), cwd=tmp_path).stderr
+    )
+    # named on its own, a file that is not a Kubernetes object is still an error
+    alone = minicluster("check", str(tmp_path / "local.outputs.json"), cwd=tmp_path)
+    assert alone.returncode == 2
+    assert "not a Kubernetes object" in alone.stderr

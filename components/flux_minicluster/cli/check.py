@@ -26,7 +26,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.stack:
         raise SpecError("give manifest files or folders, MiniCluster files, or --stack NAME")
     config = checker.load_config(args.config)
-    found: list[Any] = checker.load_manifests(args.paths) if args.paths else []
+    notes: list[str] = []
+    found: list[Any] = checker.load_manifests(args.paths, notes) if args.paths else []
+    for note in notes:
+        print(note, file=sys.stderr)
     manifests = [m for doc in found for m in _objects(doc)]
     if args.paths and not manifests:
         raise SpecError(
