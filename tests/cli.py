@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def minicluster(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -82,3 +84,27 @@ def minicluster_plain(
         timeout=timeout,
         check=False,
     )
+
+
+def project_copy(destination: Path) -> Path:
+    """This checkout's Pulumi project (program, stacks, examples) copied to ``destination``, for a
+    test that edits a stack file as a user would."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(root / name, destination / name)
+    for name in ("stacks", "examples"):
+        shutil.copytree(root / name, destination / name)
+    return destination
+
+
+def edit_stack(project: Path, stack: str, edit: Callable[[dict[str, Any]], object]) -> None:
+    """Apply ``edit`` to the ``config:`` mapping of ``stacks/Pulumi.<stack>.yaml``."""
+    import yaml
+
+    path = project / "stacks" / f"Pulumi.{stack}.yaml"
+    document = yaml.safe_load(path.read_text())
+    edit(document["config"])
+    path.write_text(yaml.safe_dump(document, sort_keys=False))

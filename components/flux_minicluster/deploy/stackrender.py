@@ -231,13 +231,20 @@ def render_stack(
         stdout = curve_cert.removesuffix("\n")  # as pulumi-command prints it
         notes.append("the curve certificate is the one given (--curve-cert)")
     mocks = OfflineMocks(command_stdout=stdout, stack_references=references)
-    run = run_program(
-        lambda: runpy.run_path(str(project.program), run_name="__main__"),
-        mocks=mocks,
-        project=project.name,
-        stack=stack,
-        config=config,
-    )
+    try:
+        run = run_program(
+            lambda: runpy.run_path(str(project.program), run_name="__main__"),
+            mocks=mocks,
+            project=project.name,
+            stack=stack,
+            config=config,
+        )
+    except Exception as err:
+        # A config problem found inside an apply (a burst its root does not declare) reaches us
+        # wrapped by the engine ("While processing resource ..."): it is still the user's.
+        if (problem := _spec_error(err)) is not None:
+            raise problem from None
+        raise
     if curve_cert is None and mocks.of_type(COMMAND_TYPE):
         notes.append("the curve certificate was made for real by the builtin keygen (pyzmq)")
     kube = [r for r in run.resources if r.is_kubernetes_object]
@@ -252,6 +259,18 @@ def render_stack(
         seconds=time.perf_counter() - started,
         notes=notes,
     )
+
+
+def _spec_error(err: BaseException) -> SpecError | None:
+    """The ``SpecError`` that caused ``err``, through Pulumi's wrapping, if one did."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, SpecError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def apply_order(manifest: Mapping[str, Any]) -> tuple[int, str, str]:
