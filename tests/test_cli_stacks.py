@@ -41,3 +41,56 @@ def test_a_burst_the_root_does_not_declare_is_a_user_error(
     assert "organization/flux-minicluster/gke-root" in line
     assert "While processing" not in result.stderr
     assert "internal error" not in result.stderr
+
+
+def _strategy(config: dict[str, Any]) -> None:
+    config[f"{P}:keygen"] = {"strategy": "openssl"}
+
+
+def _burst_cert(config: dict[str, Any]) -> None:
+    config[f"{P}:curveCert"] = {"secure": "v1:AAAA:BBBB"}
+
+
+@pytest.mark.parametrize(
+    ("stack", "edit", "expected"),
+    [
+        ("local", _strategy, f"{P}:keygen.strategy: "),
+        ("eks-burst", _burst_cert, f"{P}:curveCert: a burst uses its root's certificate"),
+    ],
+)
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_offline_refuses_the_config_the_component_refuses(
+    tmp_path: Path, stack: str, edit: Any, expected: str, command: str
+) -> None:
+    project = project_copy(tmp_path / "p")
+    edit_stack(project, stack, edit)
+    result = minicluster(command, "--stack", stack, cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr
+
+
+def test_a_kubeconfig_or_context_pulumi_up_cannot_use_is_noted(tmp_path: Path) -> None:
+    project = project_copy(tmp_path / "p")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\n"
+        "contexts: [{name: kind-flux, context: {cluster: kind-flux, user: me}}]\n"
+    )
+
+    def missing(config: dict[str, Any]) -> None:
+        config[f"{P}:cluster"]["kubeconfig"] = str(tmp_path / "no-such-kubeconfig")
+
+    def unknown(config: dict[str, Any]) -> None:
+        config[f"{P}:cluster"].update(kubeconfig=str(kubeconfig), context="kind-flx")
+
+    edit_stack(project, "local", missing)
+    result = minicluster("render", "--stack", "local", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert f"{P}:cluster.kubeconfig: {tmp_path / 'no-such-kubeconfig'} does not exist" in (
+        result.stderr
+    )
+    edit_stack(project, "local", unknown)
+    result = minicluster("render", "--stack", "local", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert f"{P}:cluster.context: 'kind-flx' is not a context of {kubeconfig}" in result.stderr
+    assert "kind-flux" in result.stderr

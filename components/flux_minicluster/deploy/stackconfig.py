@@ -128,12 +128,6 @@ class StackConfig(ConfigModel):
     # `pulumi config set --secret flux-minicluster:curveCert -- "$(cat curve.cert)"`.
     curve_cert: str | None = None
 
-    @model_validator(mode="after")
-    def _own_certificate(self) -> StackConfig:
-        if self.curve_cert is not None and self.bursting.role == "burst":
-            raise ValueError("curveCert: a burst uses its root's certificate; leave it out")
-        return self
-
     def load_spec(self, root: Path) -> dict[str, Any]:
         """The MiniCluster document (inline or from ``file``, relative to the project)."""
         if self.minicluster.spec is not None:
@@ -207,9 +201,14 @@ def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
     if problems:
         raise SpecError(problems)
     try:
-        return StackConfig.model_validate(dict(values))
+        config = StackConfig.model_validate(dict(values))
     except ValidationError as err:
         raise SpecError(_config_problems(err)) from None
+    if config.curve_cert is not None and config.bursting.role == "burst":
+        raise SpecError(
+            Problem(f"{PROJECT}:curveCert", "a burst uses its root's certificate; leave it out")
+        )
+    return config
 
 
 def _config_problems(err: ValidationError) -> list[Problem]:
