@@ -96,10 +96,10 @@ def test_a_second_render_replaces_its_own_files_and_keeps_the_users(tmp_path: Pa
 
 
 def test_with_a_certificate_file_two_renders_are_byte_identical(tmp_path: Path) -> None:
-    cert = tmp_path / "keys" / "hello.cert"
+    cert = tmp_path / "hello.cert"
     first = run(str(HELLO), "--curve-cert", str(cert))
     assert first.returncode == 0, first.stderr
-    assert "created a new CURVE certificate" in first.stderr
+    assert "created a NEW CURVE certificate" in first.stderr
     assert stat.S_IMODE(cert.stat().st_mode) == 0o600
     second = run(str(HELLO), "--curve-cert", str(cert))
     assert second.stdout == first.stdout
@@ -228,3 +228,44 @@ def test_a_missing_file_exits_2(tmp_path: Path) -> None:
     result = run("nope.yaml", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == "nope.yaml: no such file\n"
+
+
+CERT_TARGETS = [("file", (str(HELLO),)), ("stack", ("--stack", "local"))]
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_binary_certificate_file_is_a_user_error(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    cert = tmp_path / "curve.cert"
+    cert.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    result = run(*target, "--curve-cert", str(cert))
+    assert result.returncode == 2, result.stderr
+    assert str(cert) in result.stderr
+    assert "not a CURVE certificate" in result.stderr
+    assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_certificate_path_in_a_missing_folder_is_refused(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    """A typo in the folder of --curve-cert must not quietly make a new key (and a new Job)."""
+    cert = tmp_path / "secrtes" / "lammps.cert"
+    result = run(*target, "--curve-cert", str(cert), "-d", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert f"{cert.parent} does not exist" in result.stderr
+    assert not cert.parent.exists()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_new_certificate_file_is_announced_loudly(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    cert = tmp_path / "lammps.cert"
+    result = run(*target, "--curve-cert", str(cert))
+    assert result.returncode == 0, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if "NEW CURVE certificate" in x]
+    assert line.startswith(f"WARNING: {cert} did not exist")
+    assert "replaces the Job" in line

@@ -120,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--curve-cert",
         metavar="FILE",
-        help="the CURVE certificate to use, created (mode 0600) when FILE does not exist",
+        help="the CURVE certificate to use; created (mode 0600, with a warning) when FILE does "
+        "not exist in an existing folder",
     )
     p.add_argument(
         "--no-secret",

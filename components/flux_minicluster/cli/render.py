@@ -109,7 +109,7 @@ def _certificate(
     if curve_cert is not None:
         text, created = folders.load_or_create_certificate(curve_cert, mc.name, mc.names.lead_host)
         if created:
-            print(f"{curve_cert}: created a new CURVE certificate (mode 0600)", file=sys.stderr)
+            print(folders.created_certificate_warning(curve_cert), file=sys.stderr)
         return text
     cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
     if announce:
@@ -147,9 +147,7 @@ def _stacks(args: argparse.Namespace) -> int:
         )
         curve = text
         if created:
-            print(
-                f"{args.curve_cert}: created a new CURVE certificate (mode 0600)", file=sys.stderr
-            )
+            print(folders.created_certificate_warning(Path(args.curve_cert)), file=sys.stderr)
     renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve)
     for rendering in renderings:
         _report(rendering)
