@@ -88,3 +88,33 @@ def test_validate_never_imports_pulumi(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+V1ALPHA1_WITH_WARNINGS = """\
+apiVersion: flux-framework.org/v1alpha1
+kind: MiniCluster
+metadata: {name: flux-sample, namespace: hpc}
+spec:
+  localDeploy: true
+  size: 2
+  containers:
+    - image: ubuntu:24.04
+      command: hostname
+      workdir: /root/lammps
+"""
+
+
+@pytest.mark.parametrize(
+    "command", [("validate",), ("render",), ("render", "-d", "out"), ("check",)]
+)
+def test_every_command_prints_a_v1alpha1_documents_warnings(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """The stack path logs these on `pulumi up`; the CLI says the same, once each."""
+    (tmp_path / "mc.yaml").write_text(V1ALPHA1_WITH_WARNINGS)
+    result = minicluster(command[0], "mc.yaml", *command[1:], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if ": warning: " in line]
+    assert len(warnings) == 2, result.stderr
+    assert "spec.containers[0].workdir: unknown field; did you mean 'workingDir'?" in warnings[0]
+    assert "spec.localDeploy: has no effect" in warnings[1]

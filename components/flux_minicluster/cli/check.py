@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import Any
 
+from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, plan
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
@@ -50,7 +51,9 @@ def _objects(document: Any) -> list[Any]:
     """A manifest as it is; a MiniCluster document as the objects it renders to."""
     if not isinstance(document, dict) or document.get("kind") != KIND:
         return [document]
-    mc = plan.build(parse(document))
+    definition = parse(document)
+    mc = plan.build(definition)
+    warn(f"MiniCluster {mc.namespace}/{mc.name}", definition)
     text = mc.spec.flux.curve_cert or certificate.render(
         certificate.generate(mc.name, mc.names.lead_host)
     )

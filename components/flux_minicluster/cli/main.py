@@ -31,6 +31,7 @@ NAMESPACE_HELP = (
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from flux_minicluster.cli.notices import warn
     from flux_minicluster.core import plan
     from flux_minicluster.core.loading import load_file
 
@@ -38,6 +39,7 @@ def _validate(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             for mc in load_file(path, name=args.name, default_namespace=args.namespace):
+                warn(path, mc)
                 print(f"{path}: ok {plan.build(mc).summary()}")
         except SpecError as err:
             _print_problems(err)

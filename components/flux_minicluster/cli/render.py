@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import folders
+from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, plan
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file
@@ -61,6 +62,7 @@ def render_file(
     objects: list[dict[str, Any]] = []
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition)
+        warn(path, definition)
         if not with_secret and curve_cert is None and mc.spec.flux.curve_cert is None:
             # The pod template records the certificate's public key, and v1alpha1's passwords,
             # token and munge key derive from it: a certificate made here and thrown away would
