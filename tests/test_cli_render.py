@@ -201,8 +201,11 @@ def test_a_stack_renders_objects_only_with_outputs_beside_them(tmp_path: Path) -
 
 def test_a_burst_stack_renders_alone_with_stable_file_names(tmp_path: Path) -> None:
     names = []
+    cert = tmp_path / "group.cert"
     for attempt in ("a", "b"):
-        result = run("--stack", "eks-burst", "-d", str(tmp_path / attempt))
+        result = run(
+            "--stack", "eks-burst", "--curve-cert", str(cert), "-d", str(tmp_path / attempt)
+        )
         assert result.returncode == 0, result.stderr
         assert "'gke-root' was rendered first" in result.stderr
         names.append(sorted(p.name for p in (tmp_path / attempt / "eks-burst").glob("*.yaml")))
@@ -269,3 +272,28 @@ def test_a_new_certificate_file_is_announced_loudly(
     (line,) = [x for x in result.stderr.splitlines() if "NEW CURVE certificate" in x]
     assert line.startswith(f"WARNING: {cert} did not exist")
     assert "replaces the Job" in line
+
+
+def _curve_keys(folder: Path) -> set[str]:
+    secret = yaml.safe_load(next(folder.glob("*-secret-*-curve.yaml")).read_text())
+    return {certificate.parse(secret["stringData"]["curve.cert"]).public_key}
+
+
+def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(tmp_path: Path) -> None:
+    """The GitOps way, a folder per cluster: a burst rendered apart from its root without the
+    root's certificate is refused with the command that fixes it; with it, the keys agree."""
+    alone = run("--stack", "eks-burst", "-d", str(tmp_path / "eks"))
+    assert alone.returncode == 2, alone.stderr
+    assert "--curve-cert FILE" in alone.stderr
+    assert "minicluster render --stack gke-root --stack eks-burst" in alone.stderr
+    assert not (tmp_path / "eks").exists()
+    root = run("--stack", "gke-root", "-d", str(tmp_path / "gke"))
+    assert root.returncode == 0, root.stderr
+    assert "its bursts (eks-burst, aks-burst) rendered in another command" in root.stderr
+    cert = tmp_path / "group.cert"
+    for stack in ("gke-root", "eks-burst", "aks-burst"):
+        result = run("--stack", stack, "--curve-cert", str(cert), "-d", str(tmp_path / stack))
+        assert result.returncode == 0, result.stderr
+        assert "rendered in another command" not in result.stderr
+    keys = [_curve_keys(tmp_path / s / s) for s in ("gke-root", "eks-burst", "aks-burst")]
+    assert keys[0] == keys[1] == keys[2]

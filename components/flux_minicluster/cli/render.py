@@ -142,6 +142,8 @@ def _stacks(args: argparse.Namespace) -> int:
     if args.name or args.namespace:
         raise SpecError("--name and --namespace are the stack config's to set, not the CLI's")
     where = project.find()
+    if not args.curve_cert:
+        _one_certificate_per_group(where, args.stack)
     curve = None
     if args.curve_cert:
         text, created = folders.load_or_create_certificate(
@@ -170,6 +172,44 @@ def _stacks(args: argparse.Namespace) -> int:
             show_secrets=args.show_secrets,
         )
     return EXIT_OK
+
+
+def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
+    """A bursting group rendered one stack at a time (a folder per cluster) must share one
+    certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
+    apart from its root, and warn when a root is rendered apart from its bursts."""
+    from flux_minicluster.deploy import stackrender
+    from flux_minicluster.deploy.stackconfig import PROJECT
+
+    wanted = set(stacks)
+    for stack in stacks:
+        config = stackrender.read_stack_config(where, stack)[0]
+        root = stackrender.root_of(config)
+        if root is not None and root.rsplit("/", 1)[-1] not in wanted:
+            name = root.rsplit("/", 1)[-1]
+            raise SpecError(
+                f"{PROJECT}:bursting.rootStack: the burst {stack!r} rendered apart from its root "
+                f"{name!r} would get a new certificate, and the brokers of the two renders could "
+                f"not join. Render them together (minicluster render --stack {name} --stack "
+                f"{stack} -d DIR), or give both renders the same certificate: minicluster render "
+                f"--stack {name} --curve-cert FILE ..., then minicluster render --stack {stack} "
+                "--curve-cert FILE ...",
+                source=f"stack {stack}",
+            )
+        bursting = config.get(f"{PROJECT}:bursting")
+        if isinstance(bursting, dict) and bursting.get("role") == "root":
+            apart = [
+                str(c.get("name"))
+                for c in bursting.get("clusters") or []
+                if isinstance(c, dict) and c.get("name") not in wanted
+            ]
+            if apart:
+                print(
+                    f"stack {stack}: warning: rendered with a new certificate; its bursts "
+                    f"({', '.join(apart)}) rendered in another command will hold another one and "
+                    "cannot join. Pass the same --curve-cert FILE to every render of the group",
+                    file=sys.stderr,
+                )
 
 
 def _report(rendering: Any) -> None:
