@@ -80,3 +80,30 @@ def test_a_plain_install_runs_every_product_command(tmp_path: Path) -> None:
     assert "Schema check skipped" in demo.stdout
     assert "kubernetes-validate" in demo.stdout
     assert "validates strict" not in demo.stdout
+
+
+def test_init_requires_the_package_as_it_is_installed_and_pins_the_sdks(tmp_path: Path) -> None:
+    """No index serves flux-minicluster: requirements.txt points at this install (here an
+    editable checkout, PEP 610's direct_url.json) and pins the Pulumi SDKs beside it."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    assert minicluster("init", "p", cwd=tmp_path).returncode == 0
+    lines = [
+        line
+        for line in (tmp_path / "p" / "requirements.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    requirements = {r.name: r for r in map(Requirement, lines)}
+    ours = requirements.pop("flux-minicluster")
+    assert ours.url == Path(__file__).resolve().parents[1].as_uri()
+    assert {name: str(r.specifier) for name, r in requirements.items()} == {
+        sdk: f"=={md.version(sdk)}" for sdk in ("pulumi", "pulumi-kubernetes", "pulumi-command")
+    }
+
+
+def test_init_quotes_the_folder_it_tells_you_to_cd_into(tmp_path: Path) -> None:
+    result = minicluster("init", "bad name!", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "  cd 'bad name!'\n" in result.stdout
