@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,16 @@ def test_a_folder_the_product_wrote_is_checked_on_its_objects_alone(tmp_path: Pa
     alone = minicluster("check", str(tmp_path / "local.outputs.json"), cwd=tmp_path)
     assert alone.returncode == 2
     assert "not a Kubernetes object" in alone.stderr
+
+
+def test_check_json_for_ci_has_the_verdict_and_every_violation(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump_all(BAD))
+    result = minicluster("check", "bad.yaml", "-o", "json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"] is False
+    assert report["objects"] == 2
+    found = {(v["policy"], v["level"], v["object"]) for v in report["violations"]}
+    assert ("curve-cert-in-secret", "mandatory", "ConfigMap/hpc/leaky") in found
+    assert ("no-privileged", "mandatory", "Pod/hpc/app") in found
+    assert all(v["remediation"] for v in report["violations"])

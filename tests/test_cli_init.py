@@ -107,3 +107,20 @@ def test_init_quotes_the_folder_it_tells_you_to_cd_into(tmp_path: Path) -> None:
     result = minicluster("init", "bad name!", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "  cd 'bad name!'\n" in result.stdout
+
+
+def test_every_argument_and_option_has_help_text() -> None:
+    import argparse
+
+    from flux_minicluster.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    assert isinstance(sub.choices, dict)
+    missing = [
+        f"{name} {action.metavar or action.dest}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert missing == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,32 @@ def test_every_command_prints_a_v1alpha1_documents_warnings(
     assert len(warnings) == 2, result.stderr
     assert "spec.containers[0].workdir: unknown field; did you mean 'workingDir'?" in warnings[0]
     assert "spec.localDeploy: has no effect" in warnings[1]
+
+
+def test_validate_json_for_ci_lists_every_minicluster_and_problem(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(V1ALPHA1_WITH_WARNINGS)
+    (tmp_path / "bad.yaml").write_text(
+        "apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata: {name: mc}\n"
+        "spec: {size: 0, containers: [{image: ubuntu:24.04}]}\n"
+    )
+    result = minicluster("validate", "-o", "json", "good.yaml", "bad.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    assert report["valid"] is False
+    (good,) = report["miniclusters"]
+    assert (good["file"], good["name"], good["namespace"], good["size"]) == (
+        "good.yaml",
+        "flux-sample",
+        "hpc",
+        2,
+    )
+    assert [w["path"] for w in good["warnings"]] == [
+        "spec.containers[0].workdir",
+        "spec.localDeploy",
+    ]
+    assert report["problems"]
+    assert {p["file"] for p in report["problems"]} == {"bad.yaml"}
+    assert any(p["path"] == "spec.size" for p in report["problems"])
+    ok = minicluster("validate", "-o", "json", "good.yaml", cwd=tmp_path)
+    assert ok.returncode == 0
+    assert json.loads(ok.stdout)["valid"] is True

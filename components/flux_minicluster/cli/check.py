@@ -11,6 +11,7 @@ folder, an empty file or a wrong path must not pass a CI gate.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -43,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
     if args.stack:
         manifests += _render_stacks(args.stack)
     report = checker.check(manifests, config)
-    print(report.format())
+    if args.output == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.format())
     return report.exit_code
 
 

@@ -99,6 +99,27 @@ class Report:
             )
         return line
 
+    def to_json(self) -> dict[str, Any]:
+        """The report for CI (``minicluster check -o json``): the verdict, every violation."""
+        return {
+            "passed": self.exit_code == 0,
+            "objects": self.objects,
+            "policies": list(self.policies),
+            "mandatory": len(self.mandatory),
+            "advisory": len(self.advisory),
+            "violations": [
+                {
+                    "policy": v.policy,
+                    "level": v.level,
+                    "object": v.object,
+                    "message": v.message,
+                    "remediation": v.remediation,
+                }
+                for v in self.violations
+            ],
+            "summary": self.summary(),
+        }
+
     def format(self, *, group_advisories: bool = True) -> str:
         """The report as ``minicluster check`` prints it, ending with ``summary()``.
 
