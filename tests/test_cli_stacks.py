@@ -33,7 +33,9 @@ def test_a_burst_the_root_does_not_declare_is_a_user_error(
 ) -> None:
     project = project_copy(tmp_path / "p")
     edit_stack(project, "eks-burst", edit)
-    result = minicluster(command, "--stack", "eks-burst", cwd=project)
+    # rendered alone, a burst needs the group's certificate
+    cert = ("--curve-cert", str(tmp_path / "group.cert")) if command == "render" else ()
+    result = minicluster(command, "--stack", "eks-burst", *cert, cwd=project)
     assert result.returncode == 2, result.stderr
     (line,) = [x for x in result.stderr.splitlines() if "root stack" in x]
     assert line.startswith(f"{P}:minicluster: ")

@@ -679,3 +679,23 @@ def test_the_deployers_namespace_wins_over_metadata_with_a_warning() -> None:
     assert parse(doc, namespace="team-a").warnings == ()
     with pytest.raises(SpecError, match="the namespace given is 'team-b'"):
         parse(doc, default_namespace="team-b")
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (lambda s, v: s["containers"][0].update(image=v), "spec.containers[0].image"),
+        (
+            lambda s, v: s.update(services=[{"name": "svc", "image": v}]),
+            "spec.services[0].image",
+        ),
+        (lambda s, v: s.update(flux={"container": {"image": v}}), "spec.flux.container.image"),
+    ],
+)
+@pytest.mark.parametrize("image", ["ubuntu:24.04 latest", "ubuntu:24.04\tx", " ", "ubuntu\n"])
+def test_an_image_reference_with_a_space_is_refused(where: Any, path: str, image: str) -> None:
+    spec: dict[str, Any] = {"size": 1, "containers": [{"image": "ubuntu:24.04"}]}
+    where(spec, image)
+    with pytest.raises(SpecError) as err:
+        parse(spec, name="mc")
+    assert any(p.path == path for p in err.value.problems), err.value.problems

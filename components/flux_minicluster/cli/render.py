@@ -142,8 +142,6 @@ def _stacks(args: argparse.Namespace) -> int:
     if args.name or args.namespace:
         raise SpecError("--name and --namespace are the stack config's to set, not the CLI's")
     where = project.find()
-    if not args.curve_cert:
-        _one_certificate_per_group(where, args.stack)
     curve = None
     if args.curve_cert:
         text, created = folders.load_or_create_certificate(
@@ -153,6 +151,8 @@ def _stacks(args: argparse.Namespace) -> int:
         if created:
             print(folders.created_certificate_warning(Path(args.curve_cert)), file=sys.stderr)
     renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve)
+    if not args.curve_cert:  # after the config's own problems, before anything is written
+        _one_certificate_per_group(where, args.stack)
     for rendering in renderings:
         _report(rendering)
         objects = rendering.objects
