@@ -158,13 +158,20 @@ class StackConfig(ConfigModel):
 
 
 # Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
-# and the flux-view image for arm nodes (the storage classes are in the README).
+# and the flux-view image for arm nodes (the storage classes are in the README). The lead pod must
+# see each burst's own address, since the <root>-lead NetworkPolicy admits only sourceRanges: GKE's
+# and AKS's passthrough load balancers keep it (with externalTrafficPolicy: Local); an AWS NLB with
+# IP targets over TCP replaces it by its own private addresses unless its target group preserves
+# the client IP (AWS disables that by default for IP targets with TCP/TLS).
 LEAD_SERVICE_ANNOTATIONS: dict[str, dict[str, str]] = {
     "gke": {"networking.gke.io/load-balancer-type": "External"},
     "eks": {
         "service.beta.kubernetes.io/aws-load-balancer-type": "external",
         "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
         "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+        "service.beta.kubernetes.io/aws-load-balancer-target-group-attributes": (
+            "preserve_client_ip.enabled=true"
+        ),
     },
     "aks": {
         "service.beta.kubernetes.io/azure-load-balancer-internal": "false",
