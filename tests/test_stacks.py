@@ -327,8 +327,7 @@ def test_a_roots_lead_keeps_the_bursts_source_address(cloud: str) -> None:
     (policy,) = [
         plain(r.inputs)
         for r in run.resources
-        if r.typ == "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-        and r.name.endswith("lead")
+        if r.typ == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r.name.endswith("lead")
     ]
     admitted = [b["ipBlock"]["cidr"] for b in policy["spec"]["ingress"][0]["from"]]
     assert admitted == lead["spec"]["loadBalancerSourceRanges"]
