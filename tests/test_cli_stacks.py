@@ -96,3 +96,16 @@ def test_a_kubeconfig_or_context_pulumi_up_cannot_use_is_noted(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert f"{P}:cluster.context: 'kind-flx' is not a context of {kubeconfig}" in result.stderr
     assert "kind-flux" in result.stderr
+
+
+@pytest.mark.parametrize("cloud", ["generic", "gke"])
+def test_a_generic_load_balancer_in_front_of_the_lead_is_warned_about(
+    tmp_path: Path, cloud: str
+) -> None:
+    """Only a known cloud's load balancer is known to keep the bursts' source addresses."""
+    project = project_copy(tmp_path / "p")
+    edit_stack(project, "gke-root", lambda c: c[f"{P}:cluster"].update(cloud=cloud))
+    result = minicluster("render", "--stack", "gke-root", "--stack", "eks-burst", cwd=project)
+    assert result.returncode == 0, result.stderr
+    warned = "flux-root-lead NetworkPolicy drop every burst" in result.stderr
+    assert warned == (cloud == "generic"), result.stderr
