@@ -662,25 +662,6 @@ def test_bundled_examples_validate(path: Path) -> None:
     assert mc.namespace != "default", "examples show a dedicated namespace"
 
 
-def test_the_deployers_namespace_wins_over_metadata_with_a_warning() -> None:
-    """One rule, said aloud: a stack's or the component's namespace overrides the document's
-    (a warning names both); kubectl's -n (default_namespace) refuses a mismatch instead."""
-    doc = {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": "mc", "namespace": "team-a"},
-        "spec": {"size": 1, "containers": [{"image": "ubuntu:24.04"}]},
-    }
-    mc = parse(doc, namespace="team-b")
-    assert mc.namespace == "team-b"
-    (warning,) = mc.warnings
-    assert warning.path == "metadata.namespace"
-    assert "'team-a' but the deployer's namespace is 'team-b'" in warning.message
-    assert parse(doc, namespace="team-a").warnings == ()
-    with pytest.raises(SpecError, match="the namespace given is 'team-b'"):
-        parse(doc, default_namespace="team-b")
-
-
 @pytest.mark.parametrize(
     ("where", "path"),
     [

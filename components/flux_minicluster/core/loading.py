@@ -114,17 +114,6 @@ def parse(
 
     api_version = _api_version(document)
     warnings: list[Problem] = []
-    if namespace is not None and metadata.namespace not in (None, namespace):
-        # The deployer's namespace (a stack's cluster.namespace, the component's namespace
-        # argument) wins over the document's; kubectl's -n (default_namespace) refuses instead.
-        warnings.append(
-            Problem(
-                "metadata.namespace",
-                f"is {metadata.namespace!r} but the deployer's namespace is {namespace!r} (the "
-                f"stack's cluster.namespace or the component's namespace argument), which wins: "
-                f"the objects go to {namespace!r}",
-            )
-        )
     spec: MiniClusterSpec | None = None
     conversion: v1alpha1.Conversion | None = None
     if spec_data is not None:
