@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,42 @@ def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:
     result = minicluster("check", "--stack", "eks-burst", cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rendered the root stack gke-root" in result.stderr
+
+
+def test_a_folder_the_product_wrote_is_checked_on_its_objects_alone(tmp_path: Path) -> None:
+    """``render -d`` writes ``<stack>.outputs.json`` beside the stack folders and examples/ holds
+    ``Pulumi.yaml`` and ``package.json``: checking the folder skips them with a note."""
+    root = Path(__file__).parents[1]
+    rendered = minicluster("render", "--stack", "local", "-d", str(tmp_path), cwd=root)
+    assert rendered.returncode == 0, rendered.stderr
+    assert (tmp_path / "local.outputs.json").is_file()
+    result = minicluster("check", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 mandatory" in result.stdout
+    # examples/ holds a hostPath example and a bursting pair: the policies judge those (exit 1),
+    # the project files of the other-language examples are skipped, not an input error (exit 2)
+    examples = minicluster("check", str(root / "examples"), cwd=tmp_path)
+    assert examples.returncode == 1, examples.stdout + examples.stderr
+    assert "policy check FAILED" in examples.stdout
+    assert "go/Pulumi.yaml: skipped, not a Kubernetes object" in examples.stderr
+    assert (
+        "local.outputs.json: skipped, not a Kubernetes object"
+        in minicluster("check", str(tmp_path), cwd=tmp_path).stderr
+    )
+    # named on its own, a file that is not a Kubernetes object is still an error
+    alone = minicluster("check", str(tmp_path / "local.outputs.json"), cwd=tmp_path)
+    assert alone.returncode == 2
+    assert "not a Kubernetes object" in alone.stderr
+
+
+def test_check_json_for_ci_has_the_verdict_and_every_violation(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump_all(BAD))
+    result = minicluster("check", "bad.yaml", "-o", "json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"] is False
+    assert report["objects"] == 2
+    found = {(v["policy"], v["level"], v["object"]) for v in report["violations"]}
+    assert ("curve-cert-in-secret", "mandatory", "ConfigMap/hpc/leaky") in found
+    assert ("no-privileged", "mandatory", "Pod/hpc/app") in found
+    assert all(v["remediation"] for v in report["violations"])

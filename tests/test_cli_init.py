@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from cli import minicluster
+from cli import minicluster, minicluster_plain
 
 
 def test_init_writes_a_project_that_renders_validates_and_checks(tmp_path: Path) -> None:
@@ -59,3 +59,68 @@ def test_every_subcommand_has_a_description() -> None:
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     for name, command in sub.choices.items():  # type: ignore[union-attr]
         assert command.description, name
+
+
+def test_a_plain_install_runs_every_product_command(tmp_path: Path) -> None:
+    """``pip install flux-minicluster`` without the dev extra: init, validate, render, check and
+    demo all work; the schema check that needs kubernetes-validate says it was skipped."""
+    assert minicluster_plain("init", "p", cwd=tmp_path).returncode == 0
+    project = tmp_path / "p"
+    for command in (
+        ("validate", "minicluster.yaml"),
+        ("render", "minicluster.yaml", "-d", "out"),
+        ("check", "minicluster.yaml"),
+        ("render", "--stack", "dev", "-d", "rendered"),
+        ("check", "--stack", "dev"),
+    ):
+        result = minicluster_plain(*command, cwd=project)
+        assert result.returncode == 0, (command, result.stderr)
+    demo = minicluster_plain("demo", cwd=project)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "Schema check skipped" in demo.stdout
+    assert "kubernetes-validate" in demo.stdout
+    assert "validates strict" not in demo.stdout
+
+
+def test_init_requires_the_package_as_it_is_installed_and_pins_the_sdks(tmp_path: Path) -> None:
+    """No index serves flux-minicluster: requirements.txt points at this install (here an
+    editable checkout, PEP 610's direct_url.json) and pins the Pulumi SDKs beside it."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    assert minicluster("init", "p", cwd=tmp_path).returncode == 0
+    lines = [
+        line
+        for line in (tmp_path / "p" / "requirements.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    requirements = {r.name: r for r in map(Requirement, lines)}
+    ours = requirements.pop("flux-minicluster")
+    assert ours.url == Path(__file__).resolve().parents[1].as_uri()
+    assert {name: str(r.specifier) for name, r in requirements.items()} == {
+        sdk: f"=={md.version(sdk)}" for sdk in ("pulumi", "pulumi-kubernetes", "pulumi-command")
+    }
+
+
+def test_init_quotes_the_folder_it_tells_you_to_cd_into(tmp_path: Path) -> None:
+    result = minicluster("init", "bad name!", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "  cd 'bad name!'\n" in result.stdout
+
+
+def test_every_argument_and_option_has_help_text() -> None:
+    import argparse
+
+    from flux_minicluster.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    assert isinstance(sub.choices, dict)
+    missing = [
+        f"{name} {action.metavar or action.dest}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert missing == []

@@ -96,10 +96,10 @@ def test_a_second_render_replaces_its_own_files_and_keeps_the_users(tmp_path: Pa
 
 
 def test_with_a_certificate_file_two_renders_are_byte_identical(tmp_path: Path) -> None:
-    cert = tmp_path / "keys" / "hello.cert"
+    cert = tmp_path / "hello.cert"
     first = run(str(HELLO), "--curve-cert", str(cert))
     assert first.returncode == 0, first.stderr
-    assert "created a new CURVE certificate" in first.stderr
+    assert "created a NEW CURVE certificate" in first.stderr
     assert stat.S_IMODE(cert.stat().st_mode) == 0o600
     second = run(str(HELLO), "--curve-cert", str(cert))
     assert second.stdout == first.stdout
@@ -206,8 +206,11 @@ def test_a_stack_renders_objects_only_with_outputs_beside_them(tmp_path: Path) -
 
 def test_a_burst_stack_renders_alone_with_stable_file_names(tmp_path: Path) -> None:
     names = []
+    cert = tmp_path / "group.cert"
     for attempt in ("a", "b"):
-        result = run("--stack", "eks-burst", "-d", str(tmp_path / attempt))
+        result = run(
+            "--stack", "eks-burst", "--curve-cert", str(cert), "-d", str(tmp_path / attempt)
+        )
         assert result.returncode == 0, result.stderr
         assert "'gke-root' was rendered first" in result.stderr
         names.append(sorted(p.name for p in (tmp_path / attempt / "eks-burst").glob("*.yaml")))
@@ -233,3 +236,69 @@ def test_a_missing_file_exits_2(tmp_path: Path) -> None:
     result = run("nope.yaml", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == "nope.yaml: no such file\n"
+
+
+CERT_TARGETS = [("file", (str(HELLO),)), ("stack", ("--stack", "local"))]
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_binary_certificate_file_is_a_user_error(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    cert = tmp_path / "curve.cert"
+    cert.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    result = run(*target, "--curve-cert", str(cert))
+    assert result.returncode == 2, result.stderr
+    assert str(cert) in result.stderr
+    assert "not a CURVE certificate" in result.stderr
+    assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_certificate_path_in_a_missing_folder_is_refused(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    """A typo in the folder of --curve-cert must not quietly make a new key (and a new Job)."""
+    cert = tmp_path / "secrtes" / "lammps.cert"
+    result = run(*target, "--curve-cert", str(cert), "-d", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert f"{cert.parent} does not exist" in result.stderr
+    assert not cert.parent.exists()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_new_certificate_file_is_announced_loudly(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    cert = tmp_path / "lammps.cert"
+    result = run(*target, "--curve-cert", str(cert))
+    assert result.returncode == 0, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if "NEW CURVE certificate" in x]
+    assert line.startswith(f"WARNING: {cert} did not exist")
+    assert "replaces the Job" in line
+
+
+def _curve_keys(folder: Path) -> set[str]:
+    secret = yaml.safe_load(next(folder.glob("*-secret-*-curve.yaml")).read_text())
+    return {certificate.parse(secret["stringData"]["curve.cert"]).public_key}
+
+
+def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(tmp_path: Path) -> None:
+    """The GitOps way, a folder per cluster: a burst rendered apart from its root without the
+    root's certificate is refused with the command that fixes it; with it, the keys agree."""
+    alone = run("--stack", "eks-burst", "-d", str(tmp_path / "eks"))
+    assert alone.returncode == 2, alone.stderr
+    assert "--curve-cert FILE" in alone.stderr
+    assert "minicluster render --stack gke-root --stack eks-burst" in alone.stderr
+    assert not (tmp_path / "eks").exists()
+    root = run("--stack", "gke-root", "-d", str(tmp_path / "gke"))
+    assert root.returncode == 0, root.stderr
+    assert "its bursts (eks-burst, aks-burst) rendered in another command" in root.stderr
+    cert = tmp_path / "group.cert"
+    for stack in ("gke-root", "eks-burst", "aks-burst"):
+        result = run("--stack", stack, "--curve-cert", str(cert), "-d", str(tmp_path / stack))
+        assert result.returncode == 0, result.stderr
+        assert "rendered in another command" not in result.stderr
+    keys = [_curve_keys(tmp_path / s / s) for s in ("gke-root", "eks-burst", "aks-burst")]
+    assert keys[0] == keys[1] == keys[2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,62 @@ def test_validate_never_imports_pulumi(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+V1ALPHA1_WITH_WARNINGS = """\
+apiVersion: flux-framework.org/v1alpha1
+kind: MiniCluster
+metadata: {name: flux-sample, namespace: hpc}
+spec:
+  localDeploy: true
+  size: 2
+  containers:
+    - image: ubuntu:24.04
+      command: hostname
+      workdir: /root/lammps
+"""
+
+
+@pytest.mark.parametrize(
+    "command", [("validate",), ("render",), ("render", "-d", "out"), ("check",)]
+)
+def test_every_command_prints_a_v1alpha1_documents_warnings(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """The stack path logs these on `pulumi up`; the CLI says the same, once each."""
+    (tmp_path / "mc.yaml").write_text(V1ALPHA1_WITH_WARNINGS)
+    result = minicluster(command[0], "mc.yaml", *command[1:], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if ": warning: " in line]
+    assert len(warnings) == 2, result.stderr
+    assert "spec.containers[0].workdir: unknown field; did you mean 'workingDir'?" in warnings[0]
+    assert "spec.localDeploy: has no effect" in warnings[1]
+
+
+def test_validate_json_for_ci_lists_every_minicluster_and_problem(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(V1ALPHA1_WITH_WARNINGS)
+    (tmp_path / "bad.yaml").write_text(
+        "apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata: {name: mc}\n"
+        "spec: {size: 0, containers: [{image: ubuntu:24.04}]}\n"
+    )
+    result = minicluster("validate", "-o", "json", "good.yaml", "bad.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    assert report["valid"] is False
+    (good,) = report["miniclusters"]
+    assert (good["file"], good["name"], good["namespace"], good["size"]) == (
+        "good.yaml",
+        "flux-sample",
+        "hpc",
+        2,
+    )
+    assert [w["path"] for w in good["warnings"]] == [
+        "spec.containers[0].workdir",
+        "spec.localDeploy",
+    ]
+    assert report["problems"]
+    assert {p["file"] for p in report["problems"]} == {"bad.yaml"}
+    assert any(p["path"] == "spec.size" for p in report["problems"])
+    ok = minicluster("validate", "-o", "json", "good.yaml", cwd=tmp_path)
+    assert ok.returncode == 0
+    assert json.loads(ok.stdout)["valid"] is True

@@ -222,3 +222,46 @@ def test_bad_inputs_are_refused_naming_the_field(
     with pytest.raises(Exception, match=re.escape(field)) as raised:
         run_pulumi(lambda: provider.construct("mc", TYPE, inputs))
     assert "Traceback" not in str(raised.value)
+
+
+def test_spec_is_typed_with_every_v1alpha2_field_of_the_model() -> None:
+    """Other languages get the pydantic model as object types: every field a v1alpha2 document
+    may set, by its camelCase name; none of the v1alpha1-only ones."""
+    from pydantic import BaseModel
+    from pydantic.alias_generators import to_camel
+
+    from flux_minicluster.core.spec import MiniClusterSpec
+
+    served = json.loads(GOLDEN_SCHEMA.read_text())
+    types = served["types"]
+    spec = served["resources"]["minicluster:index:MiniCluster"]["inputProperties"]["spec"]
+    assert spec["plain"] is True
+    assert [m["$ref"].rsplit(":", 1)[-1] for m in spec["oneOf"]] == [
+        "MiniClusterDocument",
+        "MiniClusterSpec",
+    ]
+    checked = 0
+    todo: list[type[BaseModel]] = [MiniClusterSpec]
+    seen: set[str] = set()
+    while todo:
+        model = todo.pop()
+        if model.__name__ in seen:
+            continue
+        seen.add(model.__name__)
+        legacy = {
+            f
+            for d in model.__pydantic_decorators__.field_validators.values()
+            if d.func.__name__ == "v1alpha1_only"
+            for f in d.info.fields
+        }
+        properties = types[f"minicluster:index:{model.__name__}"]["properties"]
+        for name, field in model.model_fields.items():
+            key = field.alias or to_camel(name)
+            assert (key in properties) == (name not in legacy), (model.__name__, key)
+            checked += 1
+            for arg in (field.annotation, *getattr(field.annotation, "__args__", ())):
+                for inner in (arg, *getattr(arg, "__args__", ())):
+                    model_type = isinstance(inner, type) and issubclass(inner, BaseModel)
+                    if model_type and name not in legacy:
+                        todo.append(inner)
+    assert checked > 150

@@ -116,3 +116,10 @@ def test_the_installed_wheel_works_under_its_own_name(wheel: Path, tmp_path: Pat
     ok(cli, "render", "--stack", "dev", "-d", "rendered", cwd=project)
     assert sorted(p.name for p in (project / "rendered" / "dev").glob("*-job-*.yaml"))
     ok(cli, "check", "--stack", "dev", cwd=project)
+    # No index serves the package: the project's requirements name the wheel it came from.
+    assert (
+        f"flux-minicluster @ {wheel.resolve().as_uri()}\n"
+        in (project / "requirements.txt").read_text()
+    )
+    # A plain install has no dev extra: demo skips the schema check that needs it, and says so.
+    assert "Schema check skipped" in ok(cli, "demo", cwd=project)

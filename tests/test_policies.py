@@ -532,6 +532,12 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
     ),
     (
         "hostlist-covers-max-size",
+        "completions above the hostlist, under a maxSize annotation that trusts it",
+        GOOD,
+        changed(GOOD, 3, _set(["spec", "completions"], 8)),
+    ),
+    (
+        "hostlist-covers-max-size",
         "unparsable broker.toml",
         GOOD,
         changed(

@@ -700,3 +700,23 @@ def test_multi_document_files_name_the_document() -> None:
 def test_bundled_examples_validate(path: Path) -> None:
     (mc,) = load_file(path)
     assert mc.namespace != "default", "examples show a dedicated namespace"
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (lambda s, v: s["containers"][0].update(image=v), "spec.containers[0].image"),
+        (
+            lambda s, v: s.update(services=[{"name": "svc", "image": v}]),
+            "spec.services[0].image",
+        ),
+        (lambda s, v: s.update(flux={"container": {"image": v}}), "spec.flux.container.image"),
+    ],
+)
+@pytest.mark.parametrize("image", ["ubuntu:24.04 latest", "ubuntu:24.04\tx", " ", "ubuntu\n"])
+def test_an_image_reference_with_a_space_is_refused(where: Any, path: str, image: str) -> None:
+    spec: dict[str, Any] = {"size": 1, "containers": [{"image": "ubuntu:24.04"}]}
+    where(spec, image)
+    with pytest.raises(SpecError) as err:
+        parse(spec, name="mc")
+    assert any(p.path == path for p in err.value.problems), err.value.problems

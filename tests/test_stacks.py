@@ -294,3 +294,40 @@ def test_schema_checker_is_not_vacuous() -> None:
     assert kubecheck.schema_errors(
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"typo": 1}}
     )
+
+
+# What the lead pod sees as the source of a burst's connection, per cloud: the client's own
+# address wherever the load balancer can keep it, since the <root>-lead NetworkPolicy admits only
+# sourceRanges. An NLB with IP targets rewrites it unless told to preserve it.
+PRESERVE_CLIENT_IP = {
+    "eks": (
+        "service.beta.kubernetes.io/aws-load-balancer-target-group-attributes",
+        "preserve_client_ip.enabled=true",
+    ),
+}
+
+
+@pytest.mark.parametrize("cloud", ["gke", "eks", "aks", "generic"])
+def test_a_roots_lead_keeps_the_bursts_source_address(cloud: str) -> None:
+    config = _config("gke-root")
+    config[f"{PROJECT}:cluster"]["cloud"] = cloud
+    run = _run(config, {})
+    (lead,) = [
+        plain(r.inputs)
+        for r in run.resources
+        if r.typ == "kubernetes:core/v1:Service" and r.name == "flux-root-lead"
+    ]
+    # passthrough load balancers keep the address for pods on the node (Local), IP targets go
+    # straight to the pod and need the target-group attribute
+    assert lead["spec"]["externalTrafficPolicy"] == "Local"
+    annotations = lead["metadata"].get("annotations", {})
+    if cloud in PRESERVE_CLIENT_IP:
+        key, value = PRESERVE_CLIENT_IP[cloud]
+        assert annotations[key] == value
+    (policy,) = [
+        plain(r.inputs)
+        for r in run.resources
+        if r.typ == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r.name.endswith("lead")
+    ]
+    admitted = [b["ipBlock"]["cidr"] for b in policy["spec"]["ingress"][0]["from"]]
+    assert admitted == lead["spec"]["loadBalancerSourceRanges"]

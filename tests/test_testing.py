@@ -41,3 +41,25 @@ def test_a_given_certificate_is_used() -> None:
 def test_plain_mocks_fail_with_a_message_that_names_the_fix() -> None:
     with pytest.raises(Exception, match=r"flux_minicluster\.testing\.MiniClusterMocks"):
         run(program, mocks=RegistrationRecorder())  # type: ignore[arg-type]
+
+
+def test_the_namespace_argument_wins_over_metadata_with_a_warning() -> None:
+    """The component's namespace argument overrides metadata.namespace, as the deployer's
+    choice, and says so (kubectl's -n, in the CLI, refuses a mismatch instead)."""
+    document = {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": "mc", "namespace": "team-a"},
+        "spec": SPEC,
+    }
+
+    def build() -> MiniCluster:
+        return MiniCluster("mc", {"spec": document, "namespace": "team-b"})
+
+    result = run(build)
+    assert result.result.plan.namespace == "team-b"
+    (warning,) = result.result.plan.definition.warnings
+    assert warning.path == "metadata.namespace"
+    assert "'team-a' but the namespace argument is 'team-b', which wins" in warning.message
+    same = run(lambda: MiniCluster("mc", {"spec": document, "namespace": "team-a"}))
+    assert same.result.plan.definition.warnings == ()

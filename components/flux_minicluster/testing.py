@@ -11,12 +11,19 @@ one you give) and records every registration, so a test can assert what a progra
     mocks = use_mocks(MiniClusterMocks())          # before the program module is imported
 
     def test_my_cluster():
-        import my_program                          # declares MiniCluster("hpc", {...})
-        @pulumi.runtime.test
-        def check():
+        import my_program                          # cluster = MiniCluster("hpc", {...}), size 4
+
+        def job_registered(job_name):
             jobs = [r for r in mocks.resources if r.typ == "kubernetes:batch/v1:Job"]
             assert jobs[0].plain_inputs["spec"]["parallelism"] == 4
-        return check()
+
+        @pulumi.runtime.test
+        def check():
+            # The Job is registered once the keygen Command's certificate is known: wait for an
+            # output tied to it (job_name) before looking at what was registered.
+            return my_program.cluster.job_name.apply(job_registered)
+
+        check()
 
 Or run a program function and get what it registered and exported in one call, with ``run``.
 """

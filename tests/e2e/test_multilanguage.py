@@ -277,6 +277,36 @@ def test_typescript_sdk_and_example_type_check(poly: Polyglot) -> None:
     assert "Property 'jobname' does not exist on type 'MiniCluster'" in proc.stdout
 
 
+@pytest.mark.needs("sdkgen", "node-modules")
+@pytest.mark.parametrize(
+    ("right", "wrong", "where"),
+    [
+        ("            tasks: 4,", "            taks: 4,", "MiniClusterSpecArgs"),
+        ('image: "ubuntu:24.04"', 'imag: "ubuntu:24.04"', "ContainerArgs"),
+        ("logging: { quiet: true }", "logging: { quiet: true, verbose: true }", "LoggingArgs"),
+    ],
+)
+def test_a_misspelt_spec_field_is_a_typescript_compile_error(
+    poly: Polyglot, right: str, wrong: str, where: str
+) -> None:
+    """The spec is typed from the pydantic model (components/schema.json): the example
+    type-checks, and the same example with one field misspelt does not, naming the field."""
+    project = poly.example("typescript")
+    poly.add_sdk(project, "nodejs")
+    poly.link_node_modules(project)
+    index = (project / "index.ts").read_text()
+    assert index.count(right) == 1, right
+    field = wrong.strip().split(":")[0] if "verbose" not in wrong else "verbose"
+    (project / "mistake.ts").write_text(index.replace(right, wrong))
+    (project / "tsconfig.mistake.json").write_text(
+        json.dumps({"extends": "./tsconfig.json", "files": ["mistake.ts"]})
+    )
+    proc = poly.tsc("--noEmit", "-p", "tsconfig.mistake.json", cwd=project, check=False)
+    assert proc.returncode != 0, proc.stdout
+    assert f"'{field}' does not exist in type" in proc.stdout, proc.stdout
+    assert where in proc.stdout, proc.stdout
+
+
 @pytest.mark.needs("sdkgen", "pulumi-go-sdk")
 def test_go_sdk_and_example_build(poly: Polyglot) -> None:
     project = poly.example("go")

@@ -11,9 +11,11 @@ folder, an empty file or a wrong path must not pass a CI gate.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
+from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, plan
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
@@ -26,7 +28,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.stack:
         raise SpecError("give manifest files or folders, MiniCluster files, or --stack NAME")
     config = checker.load_config(args.config)
-    found: list[Any] = checker.load_manifests(args.paths) if args.paths else []
+    notes: list[str] = []
+    found: list[Any] = checker.load_manifests(args.paths, notes) if args.paths else []
+    for note in notes:
+        print(note, file=sys.stderr)
     manifests = [m for doc in found for m in _objects(doc)]
     if args.paths and not manifests:
         raise SpecError(
@@ -39,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
     if args.stack:
         manifests += _render_stacks(args.stack)
     report = checker.check(manifests, config)
-    print(report.format())
+    if args.output == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.format())
     return report.exit_code
 
 
@@ -47,7 +55,9 @@ def _objects(document: Any) -> list[Any]:
     """A manifest as it is; a MiniCluster document as the objects it renders to."""
     if not isinstance(document, dict) or document.get("kind") != KIND:
         return [document]
-    mc = plan.build(parse(document))
+    definition = parse(document)
+    mc = plan.build(definition)
+    warn(f"MiniCluster {mc.namespace}/{mc.name}", definition)
     text = mc.spec.flux.curve_cert or certificate.render(
         certificate.generate(mc.name, mc.names.lead_host)
     )

@@ -353,17 +353,41 @@ def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[st
     template on every render, so a rendered cluster can be applied again (GitOps).
     """
     if path.exists():
-        text = yamlio.decode(documents.read_bytes(path), str(path))
+        try:
+            text = documents.read_bytes(path).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SpecError(
+                Problem("", "not a CURVE certificate: not UTF-8 text (flux keygen writes text)"),
+                source=str(path),
+            ) from None
         try:
             certificate.parse(text)
         except certificate.CertificateError as err:
             raise SpecError(Problem("", str(err)), source=str(path)) from None
         return text, False
+    # A typo in the folder must not quietly make a new key: that replaces the Secret and the Job.
+    folder = path.parent if path.parent != Path() else Path.cwd()
+    if not folder.is_dir():
+        raise SpecError(
+            Problem(
+                "",
+                f"the folder {path.parent} does not exist: check the path of the certificate you "
+                "meant, or create the folder to make a new certificate there",
+            ),
+            source=str(path),
+        )
     cert = certificate.generate(name=name, hostname=hostname)
     try:
-        if path.parent != Path():
-            path.parent.mkdir(parents=True, exist_ok=True)
         certificate.write(cert, path)
     except OSError as err:
         raise SpecError(Problem("", f"cannot write: {err.strerror}"), source=str(path)) from None
     return certificate.render(cert), True
+
+
+def created_certificate_warning(path: Path) -> str:
+    """What stderr says when ``--curve-cert FILE`` did not exist and a new certificate is there."""
+    return (
+        f"WARNING: {path} did not exist: created a NEW CURVE certificate there (mode 0600). If you "
+        "meant an existing certificate, the path is wrong: a new certificate changes the curve "
+        "Secret and replaces the Job"
+    )

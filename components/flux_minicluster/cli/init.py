@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 from typing import Final
 
@@ -39,18 +40,68 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError(
             Problem("", f"{target} already has {', '.join(existing)}; init writes a new project")
         )
+    requirement, how = package_requirement(version())
     for template, rel in FILES:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(templating.render(f"project/{template}", name=name, version=version()))
+        path.write_text(
+            templating.render(
+                f"project/{template}",
+                name=name,
+                version=version(),
+                requirement=requirement,
+                how=how,
+                sdk_pins=sdk_pins(),
+            )
+        )
         print(path)
     print(
         f"\nA Pulumi project {name!r} is in {target}. Next:\n"
-        f"  cd {target}\n"
+        f"  cd {shlex.quote(str(target))}\n"
         "  minicluster render --stack dev          # what `pulumi up -s dev` would create\n"
         "  pulumi stack init dev && pulumi up -s dev"
     )
     return 0
+
+
+# The Pulumi SDKs a project's venv needs beside the package, pinned to the versions installed.
+SDKS: Final = ("pulumi", "pulumi-kubernetes", "pulumi-command")
+
+
+def package_requirement(version: str) -> tuple[str, str]:
+    """The requirement line that installs this very flux-minicluster again, and how it was
+    installed: from a checkout or a wheel file (a ``file://`` URL), from Git (the URL at its
+    commit), or from a package index (the version pinned). Read from the install's
+    ``direct_url.json`` (PEP 610)."""
+    import importlib.metadata as md
+    import json
+
+    try:
+        text = md.distribution("flux-minicluster").read_text("direct_url.json")
+    except md.PackageNotFoundError:
+        text = None
+    if not text:
+        return f"flux-minicluster=={version}", "from a package index"
+    direct = json.loads(text)
+    url = str(direct.get("url", ""))
+    vcs = direct.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git":
+        return f"flux-minicluster @ git+{url}@{vcs.get('commit_id')}", "from Git"
+    if "dir_info" in direct:
+        return f"flux-minicluster @ {url}", "from a checkout; move it and edit this line"
+    return f"flux-minicluster @ {url}", "from a file; move it and edit this line"
+
+
+def sdk_pins() -> list[str]:
+    import importlib.metadata as md
+
+    pins = []
+    for sdk in SDKS:
+        try:
+            pins.append(f"{sdk}=={md.version(sdk)}")
+        except md.PackageNotFoundError:
+            continue
+    return pins
 
 
 def _name_from(directory: str) -> str:

@@ -13,9 +13,11 @@ as with ``pulumi``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import flux_minicluster
 from flux_minicluster.core.errors import SpecError
@@ -31,24 +33,51 @@ NAMESPACE_HELP = (
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from flux_minicluster.cli.notices import warn
     from flux_minicluster.core import plan
     from flux_minicluster.core.loading import load_file
     from flux_minicluster.core.render.manifests import render
 
     status = EXIT_OK
+    found: list[dict[str, Any]] = []
+    problems: list[dict[str, str]] = []
     for path in args.files:
         try:
             for mc in load_file(path, name=args.name, default_namespace=args.namespace):
-                planned = plan.build(mc)
+                warn(path, mc)
+                built = plan.build(mc)
                 try:  # refuses an object the API server would find too large
-                    render(planned)
+                    render(built)
                 except SpecError as err:
                     raise err.with_source(path) from None
-                print(f"{path}: ok {planned.summary()}")
+                if args.output == "json":
+                    found.append(_validated(path, built))
+                else:
+                    print(f"{path}: ok {built.summary()}")
         except SpecError as err:
             _print_problems(err)
+            problems += [
+                {"file": err.source or path, "path": p.path, "message": p.message}
+                for p in err.problems
+            ]
             status = EXIT_INVALID
+    if args.output == "json":
+        print(json.dumps({"valid": not problems, "miniclusters": found, "problems": problems}))
     return status
+
+
+def _validated(path: str, mc: Any) -> dict[str, Any]:
+    """One valid MiniCluster as ``validate -o json`` lists it."""
+    return {
+        "file": path,
+        "name": mc.name,
+        "namespace": mc.namespace,
+        "size": mc.spec.size,
+        "maxSize": mc.spec.max_size,
+        "containers": len(mc.spec.containers),
+        "summary": mc.summary(),
+        "warnings": [{"path": w.path, "message": w.message} for w in mc.definition.warnings],
+    }
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -104,9 +133,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check MiniCluster files (every document in each; '-' reads standard "
         "input) and print one summary line per MiniCluster. Exit 2 on any problem, one line each.",
     )
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="MiniCluster YAML files ('-': standard input)"
+    )
     p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
     p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
+    p.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON document on stdout (every MiniCluster, every problem), for CI",
+    )
     p.set_defaults(func=_validate)
 
     p = sub.add_parser(
@@ -117,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
         "per object in apply order (a stack's outputs beside the folder). With --curve-cert the "
         "same spec renders the same bytes every time.",
     )
-    p.add_argument("file", nargs="?", metavar="FILE")
+    p.add_argument(
+        "file", nargs="?", metavar="FILE", help="a MiniCluster YAML file ('-': standard input)"
+    )
     p.add_argument("--stack", "-s", action="append", default=[], help="render a stack offline")
     p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
     p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
@@ -126,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--curve-cert",
         metavar="FILE",
-        help="the CURVE certificate to use, created (mode 0600) when FILE does not exist",
+        help="the CURVE certificate to use; created (mode 0600, with a warning) when FILE does "
+        "not exist in an existing folder",
     )
     p.add_argument(
         "--no-secret",
@@ -152,9 +193,21 @@ def build_parser() -> argparse.ArgumentParser:
         "documents (files or folders; MiniClusters are rendered first) or over stacks rendered "
         "on the fly. Exit 1 on a mandatory violation, 2 when there is nothing to check.",
     )
-    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="manifest or MiniCluster files, or folders of them (searched recursively)",
+    )
     p.add_argument("--stack", "-s", action="append", default=[], help="render and check a stack")
     p.add_argument("--config", "-c", metavar="FILE", help="policy config (JSON or YAML)")
+    p.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json"),
+        default="text",
+        help="json: the report as one JSON document on stdout (verdict, violations), for CI",
+    )
     p.set_defaults(func=_check)
 
     p = sub.add_parser(
@@ -163,7 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render this project's stacks offline (Pulumi's mock runtime, the real "
         "program), check them against the schemas and the policy pack, and print a summary.",
     )
-    p.add_argument("--output-dir", "-d", metavar="DIR", default="rendered")
+    p.add_argument(
+        "--output-dir",
+        "-d",
+        metavar="DIR",
+        default="rendered",
+        help="write each stack into DIR/<stack>/ and its outputs beside (default: rendered)",
+    )
     p.set_defaults(func=_demo)
 
     p = sub.add_parser(
@@ -172,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write a new Pulumi project into DIR: Pulumi.yaml, __main__.py, a stack "
         "file, requirements.txt and an example MiniCluster spec.",
     )
-    p.add_argument("directory", metavar="DIR")
+    p.add_argument("directory", metavar="DIR", help="the new project's folder")
     p.add_argument("--name", help="the project's name (default: the directory's name)")
     p.set_defaults(func=_init)
     return parser

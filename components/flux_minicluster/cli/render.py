@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import folders
+from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, plan
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file
@@ -61,6 +62,7 @@ def render_file(
     objects: list[dict[str, Any]] = []
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition)
+        warn(path, definition)
         if not with_secret and curve_cert is None and mc.spec.flux.curve_cert is None:
             # The pod template records the certificate's public key, and v1alpha1's passwords,
             # token and munge key derive from it: a certificate made here and thrown away would
@@ -113,7 +115,7 @@ def _certificate(
     if curve_cert is not None:
         text, created = folders.load_or_create_certificate(curve_cert, mc.name, mc.names.lead_host)
         if created:
-            print(f"{curve_cert}: created a new CURVE certificate (mode 0600)", file=sys.stderr)
+            print(folders.created_certificate_warning(curve_cert), file=sys.stderr)
         return text
     cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
     if announce:
@@ -158,10 +160,10 @@ def _stacks(args: argparse.Namespace) -> int:
         )
         curve = text
         if created:
-            print(
-                f"{args.curve_cert}: created a new CURVE certificate (mode 0600)", file=sys.stderr
-            )
+            print(folders.created_certificate_warning(Path(args.curve_cert)), file=sys.stderr)
     renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve)
+    if not args.curve_cert:  # after the config's own problems, before anything is written
+        _one_certificate_per_group(where, args.stack)
     for rendering in renderings:
         _report(rendering)
         objects = rendering.objects
@@ -181,6 +183,44 @@ def _stacks(args: argparse.Namespace) -> int:
         beside = {f"{rendering.stack}.outputs.json": outputs}
         folders.write_folder(out / rendering.stack, objects, rendering.patches, beside)
     return EXIT_OK
+
+
+def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
+    """A bursting group rendered one stack at a time (a folder per cluster) must share one
+    certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
+    apart from its root, and warn when a root is rendered apart from its bursts."""
+    from flux_minicluster.deploy import stackrender
+    from flux_minicluster.deploy.stackconfig import PROJECT
+
+    wanted = set(stacks)
+    for stack in stacks:
+        config = stackrender.read_stack_config(where, stack)[0]
+        root = stackrender.root_of(config)
+        if root is not None and root.rsplit("/", 1)[-1] not in wanted:
+            name = root.rsplit("/", 1)[-1]
+            raise SpecError(
+                f"{PROJECT}:bursting.rootStack: the burst {stack!r} rendered apart from its root "
+                f"{name!r} would get a new certificate, and the brokers of the two renders could "
+                f"not join. Render them together (minicluster render --stack {name} --stack "
+                f"{stack} -d DIR), or give both renders the same certificate: minicluster render "
+                f"--stack {name} --curve-cert FILE ..., then minicluster render --stack {stack} "
+                "--curve-cert FILE ...",
+                source=f"stack {stack}",
+            )
+        bursting = config.get(f"{PROJECT}:bursting")
+        if isinstance(bursting, dict) and bursting.get("role") == "root":
+            apart = [
+                str(c.get("name"))
+                for c in bursting.get("clusters") or []
+                if isinstance(c, dict) and c.get("name") not in wanted
+            ]
+            if apart:
+                print(
+                    f"stack {stack}: warning: rendered with a new certificate; its bursts "
+                    f"({', '.join(apart)}) rendered in another command will hold another one and "
+                    "cannot join. Pass the same --curve-cert FILE to every render of the group",
+                    file=sys.stderr,
+                )
 
 
 def _report(rendering: Any) -> None:

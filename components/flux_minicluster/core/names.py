@@ -166,3 +166,20 @@ def port(value: object) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
         return None
     return "must be a port number: an integer from 1 to 65535"
+
+
+def image_reference(value: str) -> str | None:
+    """A container image reference (``ubuntu:24.04``, ``ghcr.io/org/app@sha256:...``): one word.
+
+    The API server refuses only leading and trailing whitespace; a space inside
+    (``ubuntu:24.04 latest``) is accepted there and fails every pull (``InvalidImageName``), so it
+    is refused here, before anything is created.
+    """
+    if not value.strip():
+        return "must not be empty"
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        return (
+            f"{value!r} is not an image reference: it has a space or a control character "
+            "(an image is one word, such as ubuntu:24.04 or ghcr.io/org/app@sha256:...)"
+        )
+    return None

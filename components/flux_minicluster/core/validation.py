@@ -362,8 +362,8 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
 
 
 def _check_container_common(c: Container, path: str) -> Iterator[Problem]:
-    if not c.image.strip():
-        yield Problem(f"{path}.image", "must not be empty")
+    if msg := names.image_reference(c.image):
+        yield Problem(f"{path}.image", msg)
     ports_seen: set[int] = set()
     for j, port in enumerate(c.ports):
         if msg := names.port(port):
@@ -520,6 +520,8 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
     flux = mc.spec.flux
     if msg := names.dns1123_label(flux.container.name):
         yield Problem("spec.flux.container.name", msg)
+    if msg := names.image_reference(flux.container.image):
+        yield Problem("spec.flux.container.image", msg)
     if not flux.container.mount_path.startswith("/"):
         yield Problem(
             "spec.flux.container.mountPath",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypedDict, cast
 
@@ -530,11 +530,22 @@ def _definition(
             Problem("spec", f"must be a mapping, a file path or a MiniClusterSpec, got {spec!r}"),
             source=_SOURCE,
         )
-    has_name = documents.is_document(spec) and bool((spec.get("metadata") or {}).get("name"))
-    return parse(
+    metadata = (spec.get("metadata") or {}) if documents.is_document(spec) else {}
+    has_name = bool(metadata.get("name"))
+    definition = parse(
         spec,
         name=name or (None if has_name else resource_name),
         namespace=namespace,
         source=source,
         lead_address=lead_address,
     )
+    written = metadata.get("namespace")
+    if namespace is not None and written not in (None, namespace):
+        # The argument wins (the deployer's choice), but not silently: kubectl's -n refuses.
+        said = Problem(
+            "metadata.namespace",
+            f"is {written!r} but the namespace argument is {namespace!r}, which wins: the "
+            f"objects go to {namespace!r}",
+        )
+        definition = replace(definition, warnings=(*definition.warnings, said))
+    return definition

@@ -8,8 +8,9 @@ pydantic models, ``Literal`` strings), so other languages get a face of their ow
 same component underneath: the same type token, the same children and outputs, because both faces
 call ``minicluster.prepare`` and ``minicluster.expand``. The schema differs only where it must:
 
-* ``spec`` is an object: any MiniCluster document (v1alpha2 or v1alpha1) or a bare spec. It is
-  plain, known when the program runs, because it is validated before anything is registered;
+* ``spec`` is a v1alpha2 document or a bare v1alpha2 spec, typed from the pydantic model
+  (``spectypes``), so other languages complete its fields and refuse a misspelt one. It must be
+  known when the program runs, because it is validated before anything is registered;
 * ``wait``, ``keygen.strategy`` and ``keygen.containerRuntime`` are enums;
 * every description is the Python face's docstring, unless this face says otherwise;
 * the schema marks ``curveCert`` (input and output), ``restfulToken`` and
@@ -43,7 +44,7 @@ from pulumi.provider.experimental.util import camel_case
 from flux_minicluster import __version__
 from flux_minicluster.core import jsonvalues
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.deploy import burstgroup, keygen, minicluster
+from flux_minicluster.deploy import burstgroup, keygen, minicluster, spectypes
 from flux_minicluster.deploy.published import MiniClusterOutputs
 
 __all__ = [
@@ -123,8 +124,9 @@ class BurstGroup(TypedDict):
 class MiniClusterInputs(TypedDict, total=False):
     spec: Required[dict[str, Any]]
     """The MiniCluster as the Flux Operator takes it: a whole document (apiVersion
-    flux-framework.org/v1alpha2 or v1alpha1, kind MiniCluster, metadata, spec) or a bare spec. It
-    must be known when the program runs (a literal, a config object or a file read with the
+    flux-framework.org/v1alpha2, kind MiniCluster, metadata, spec) or a bare spec, typed field by
+    field (a v1alpha1 document is accepted too, untyped: cast it, e.g. ``as any`` in TypeScript).
+    It must be known when the program runs (a literal, a config object or a file read with the
     language's own tools), because it is validated before anything is created."""
     namespace: str
     name: str
@@ -244,6 +246,11 @@ def _complete(spec: dict[str, Any]) -> dict[str, Any]:
     # As Pulumi reads a schema (``pulumi package get-schema`` prints it so): no empty
     # dependencies, a config section, and the spec's description once, not on its values too.
     resource["inputProperties"]["spec"]["additionalProperties"].pop("description", None)
+    # spec typed from the one pydantic model: completion and compile errors in other languages.
+    spec["types"] = {**spec.get("types", {}), **spectypes.spec_types(PACKAGE)}
+    resource["inputProperties"]["spec"] = spectypes.typed_spec(
+        PACKAGE, resource["inputProperties"]["spec"]
+    )
     if not spec.get("dependencies"):
         spec.pop("dependencies", None)
     spec.setdefault("config", {})

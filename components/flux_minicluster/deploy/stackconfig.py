@@ -128,12 +128,6 @@ class StackConfig(ConfigModel):
     # `pulumi config set --secret flux-minicluster:curveCert -- "$(cat curve.cert)"`.
     curve_cert: str | None = None
 
-    @model_validator(mode="after")
-    def _own_certificate(self) -> StackConfig:
-        if self.curve_cert is not None and self.bursting.role == "burst":
-            raise ValueError("curveCert: a burst uses its root's certificate; leave it out")
-        return self
-
     def load_spec(self, root: Path) -> dict[str, Any]:
         """The MiniCluster document (inline or from ``file``, relative to the project)."""
         if self.minicluster.spec is not None:
@@ -164,13 +158,20 @@ class StackConfig(ConfigModel):
 
 
 # Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
-# and the flux-view image for arm nodes (the storage classes are in the README).
+# and the flux-view image for arm nodes (the storage classes are in the README). The lead pod must
+# see each burst's own address, since the <root>-lead NetworkPolicy admits only sourceRanges: GKE's
+# and AKS's passthrough load balancers keep it (with externalTrafficPolicy: Local); an AWS NLB with
+# IP targets over TCP replaces it by its own private addresses unless its target group preserves
+# the client IP (AWS disables that by default for IP targets with TCP/TLS).
 LEAD_SERVICE_ANNOTATIONS: dict[str, dict[str, str]] = {
     "gke": {"networking.gke.io/load-balancer-type": "External"},
     "eks": {
         "service.beta.kubernetes.io/aws-load-balancer-type": "external",
         "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
         "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+        "service.beta.kubernetes.io/aws-load-balancer-target-group-attributes": (
+            "preserve_client_ip.enabled=true"
+        ),
     },
     "aks": {
         "service.beta.kubernetes.io/azure-load-balancer-internal": "false",
@@ -207,9 +208,14 @@ def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
     if problems:
         raise SpecError(problems)
     try:
-        return StackConfig.model_validate(dict(values))
+        config = StackConfig.model_validate(dict(values))
     except ValidationError as err:
         raise SpecError(_config_problems(err)) from None
+    if config.curve_cert is not None and config.bursting.role == "burst":
+        raise SpecError(
+            Problem(f"{PROJECT}:curveCert", "a burst uses its root's certificate; leave it out")
+        )
+    return config
 
 
 def _config_problems(err: ValidationError) -> list[Problem]:

@@ -19,10 +19,12 @@ The result is data (objects, the size patches, outputs); writing it out is the C
 
 from __future__ import annotations
 
+import os
 import runpy
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from pulumi.runtime.mocks import MockResourceArgs
@@ -30,6 +32,7 @@ from pulumi.runtime.mocks import MockResourceArgs
 from flux_minicluster.core import documents
 from flux_minicluster.core import hostlist as hostlists
 from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.deploy import stackconfig
 from flux_minicluster.deploy.project import Project
 from flux_minicluster.deploy.recorder import (
     COMMAND_TYPE,
@@ -126,8 +129,11 @@ class StackRendering:
         )
 
 
-def read_stack_config(project: Project, stack: str) -> tuple[dict[str, Any], list[str]]:
-    """The stack file's config, keys as Pulumi stores them; secure values replaced (noted)."""
+def read_stack_config(
+    project: Project, stack: str, *, keep_secrets: bool = False
+) -> tuple[dict[str, Any], list[str]]:
+    """The stack file's config, keys as Pulumi stores them; secure values replaced (noted), a
+    secret curveCert left out (the builtin keygen stands in) unless ``keep_secrets``."""
     path = project.stack_file(stack)
     docs = documents.read_file(path)
     document = docs[0] if docs else {}
@@ -138,13 +144,55 @@ def read_stack_config(project: Project, stack: str) -> tuple[dict[str, Any], lis
     values: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping) and set(value) == {"secure"}:
-            if key == f"{PROJECT}:curveCert":
+            if key == f"{PROJECT}:curveCert" and not keep_secrets:
                 notes.append(f"{key} is a secret; the builtin keygen makes a certificate instead")
                 continue
             notes.append(f"{key} is a secret; rendered with the stand-in {SECURE_STAND_IN!r}")
             value = SECURE_STAND_IN
         values[str(key)] = value
     return values, notes
+
+
+def _as_deployed(project: Project, stack: str) -> dict[str, Any]:
+    """The stack's ``flux-minicluster:*`` values as the program reads them on ``pulumi up``
+    (keys without the prefix), every secret (the curveCert too) as a stand-in."""
+    values = {}
+    for key, value in read_stack_config(project, stack, keep_secrets=True)[0].items():
+        prefix, _, name = key.partition(":")
+        if prefix == PROJECT:
+            values[name] = value
+    return values
+
+
+def cluster_notes(config: stackconfig.StackConfig) -> list[str]:
+    """What ``pulumi up`` would stumble on in ``cluster``: a kubeconfig that does not exist, a
+    context the kubeconfig does not have. Offline nothing reaches a cluster: these are notes."""
+    cluster = config.cluster
+    key = f"{PROJECT}:cluster"
+    if cluster.kubeconfig:
+        path = Path(os.path.expanduser(cluster.kubeconfig))
+        where = str(path)
+    else:
+        found = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+        path = Path(found) if found else Path.home() / ".kube" / "config"
+        where = f"the default kubeconfig {path}"
+    if not path.is_file():
+        if cluster.kubeconfig:
+            return [f"{key}.kubeconfig: {path} does not exist; `pulumi up` would fail to read it"]
+        return []
+    if cluster.context is None:
+        return []
+    try:
+        document = documents.read_file(path)
+        contexts = [str(c.get("name")) for c in (document[0] or {}).get("contexts") or [] if c]
+    except (SpecError, AttributeError, IndexError, TypeError):
+        return [f"{key}.kubeconfig: {where} is not a kubeconfig this renderer can read"]
+    if cluster.context in contexts:
+        return []
+    return [
+        f"{key}.context: {cluster.context!r} is not a context of {where} (it has: "
+        f"{', '.join(contexts) or 'none'}); `pulumi up` would fail to reach the cluster"
+    ]
 
 
 def root_of(config: Mapping[str, Any]) -> str | None:
@@ -207,6 +255,9 @@ def render_stack(
     """Render one stack; a burst reads its root's outputs from ``roots``."""
     started = time.perf_counter()
     config, notes = read_stack_config(project, stack)
+    # Validated as `pulumi up` validates it, before the offline stand-ins below replace parts of
+    # it (the keygen strategy, a secret curveCert).
+    notes += cluster_notes(stackconfig.parse_stack_config(_as_deployed(project, stack)))
     keygen = dict(config.get(f"{PROJECT}:keygen") or {})
     keygen["strategy"] = "builtin"
     config[f"{PROJECT}:keygen"] = keygen
@@ -231,13 +282,20 @@ def render_stack(
         stdout = curve_cert.removesuffix("\n")  # as pulumi-command prints it
         notes.append("the curve certificate is the one given (--curve-cert)")
     mocks = OfflineMocks(command_stdout=stdout, stack_references=references)
-    run = run_program(
-        lambda: runpy.run_path(str(project.program), run_name="__main__"),
-        mocks=mocks,
-        project=project.name,
-        stack=stack,
-        config=config,
-    )
+    try:
+        run = run_program(
+            lambda: runpy.run_path(str(project.program), run_name="__main__"),
+            mocks=mocks,
+            project=project.name,
+            stack=stack,
+            config=config,
+        )
+    except Exception as err:
+        # A config problem found inside an apply (a burst its root does not declare) reaches us
+        # wrapped by the engine ("While processing resource ..."): it is still the user's.
+        if (problem := _spec_error(err)) is not None:
+            raise problem from None
+        raise
     if curve_cert is None and mocks.of_type(COMMAND_TYPE):
         notes.append("the curve certificate was made for real by the builtin keygen (pyzmq)")
     kube = [r for r in run.resources if r.is_kubernetes_object]
@@ -252,6 +310,18 @@ def render_stack(
         seconds=time.perf_counter() - started,
         notes=notes,
     )
+
+
+def _spec_error(err: BaseException) -> SpecError | None:
+    """The ``SpecError`` that caused ``err``, through Pulumi's wrapping, if one did."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, SpecError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def apply_order(manifest: Mapping[str, Any]) -> tuple[int, str, str]:

@@ -100,6 +100,27 @@ class Report:
             )
         return line
 
+    def to_json(self) -> dict[str, Any]:
+        """The report for CI (``minicluster check -o json``): the verdict, every violation."""
+        return {
+            "passed": self.exit_code == 0,
+            "objects": self.objects,
+            "policies": list(self.policies),
+            "mandatory": len(self.mandatory),
+            "advisory": len(self.advisory),
+            "violations": [
+                {
+                    "policy": v.policy,
+                    "level": v.level,
+                    "object": v.object,
+                    "message": v.message,
+                    "remediation": v.remediation,
+                }
+                for v in self.violations
+            ],
+            "summary": self.summary(),
+        }
+
     def format(self, *, group_advisories: bool = True) -> str:
         """The report as ``minicluster check`` prints it, ending with ``summary()``.
 
@@ -216,20 +237,22 @@ def check(
 # --- reading files -------------------------------------------------------------------------------
 
 
-def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
+def _files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
+    """Each file to read, and whether the user named it (rather than a folder holding it)."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(
+            for found in sorted(
                 p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
-            )
+            ):
+                yield found, False
         elif path.is_file():
             if path.suffix.lower() not in MANIFEST_SUFFIXES:
                 raise SpecError(
                     f"not a manifest file: expected {', '.join(MANIFEST_SUFFIXES)}",
                     source=str(path),
                 )
-            yield path
+            yield path, True
         else:
             raise SpecError("no such file or directory", source=str(path))
 
@@ -280,13 +303,23 @@ def load_file(path: Path) -> list[Manifest]:
     return [mf.normalize(d) for d in docs]
 
 
-def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
+def load_manifests(paths: Iterable[str | Path], notes: list[str] | None = None) -> list[Manifest]:
     """Every Kubernetes object under ``paths`` (files, and folders searched recursively).
 
     Non-mapping YAML documents are skipped, as is an ``outputs.json`` holding stack outputs. A
-    file that cannot be read or parsed raises ``SpecError`` naming it.
+    file found in a folder that holds no Kubernetes object at all (a stack's
+    ``<stack>.outputs.json``, a ``Pulumi.yaml``, a ``package.json``) is skipped and named in
+    ``notes``; a file named on its own must hold objects. A file that cannot be read or parsed
+    raises ``SpecError`` naming it.
     """
-    return [m for path in _files(paths) for m in load_file(path)]
+    found: list[Manifest] = []
+    for path, named in _files(paths):
+        if not named and not any(_is_object(d) for doc in _documents(path) for d in _flatten(doc)):
+            if notes is not None:
+                notes.append(f"{path}: skipped, not a Kubernetes object")
+            continue
+        found += load_file(path)
+    return found
 
 
 def load_config(path: str | Path | None) -> dict[str, dict[str, Any]]:

@@ -70,6 +70,20 @@ _COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
 # --- schemas --------------------------------------------------------------------------------
 
 
+def schemas_missing() -> str | None:
+    """Why the strict schema check cannot run here (None when it can): its schemas and validator
+    come with the ``dev`` extra, which a plain install of the package does not have."""
+    import importlib.util
+
+    missing = [m for m in ("kubernetes_validate", "jsonschema") if not importlib.util.find_spec(m)]
+    if not missing:
+        return None
+    return (
+        f"needs kubernetes-validate ({', '.join(missing)} not installed): "
+        "pip install 'flux-minicluster[dev]' or pip install kubernetes-validate"
+    )
+
+
 def _schema_root() -> Any:
     try:
         import kubernetes_validate  # noqa: F401  (imported for its data files)

@@ -45,7 +45,15 @@ def _same_namespace(a: Manifest, b: Manifest) -> bool:
 
 
 def _max_size(job: Manifest) -> tuple[int | None, str | None]:
-    """The cluster's maxSize from the Job annotation, else ``spec.completions``; or a problem."""
+    """How many ranks the hostlist must cover: the Job's real ``spec.completions`` (each index is
+    a pod whose hostname must be listed) or the maxSize annotation, whichever is larger, since the
+    annotation is only a record and an edited Job may run past it; or a problem."""
+    completions = mf.dig(job, "spec", "completions")
+    real = (
+        completions
+        if isinstance(completions, int) and not isinstance(completions, bool) and completions >= 1
+        else None
+    )
     written = mf.annotations_of(job).get(lbl.MAX_SIZE_ANNOTATION)
     if written is not None:
         try:
@@ -57,10 +65,9 @@ def _max_size(job: Manifest) -> tuple[int | None, str | None]:
                 None,
                 f"annotation {lbl.MAX_SIZE_ANNOTATION} is {written!r}, not a positive integer",
             )
-        return value, None
-    completions = mf.dig(job, "spec", "completions")
-    if isinstance(completions, int) and not isinstance(completions, bool) and completions >= 1:
-        return completions, None
+        return max(value, real or 0), None
+    if real is not None:
+        return real, None
     return None, (
         f"cannot tell the cluster's maxSize: the Job has neither a {lbl.MAX_SIZE_ANNOTATION} "
         "annotation nor a positive spec.completions"

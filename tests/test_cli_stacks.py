@@ -1,0 +1,111 @@
+"""`render --stack` and `check --stack` on stack files a user has edited: a mistake in the config
+is the user's to fix (exit 2, one line naming the key), never an internal error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli import edit_stack, minicluster, project_copy
+
+P = "flux-minicluster"
+
+
+def _burst_size(config: dict[str, Any]) -> None:
+    config[f"{P}:minicluster"]["spec"]["spec"]["size"] = 3
+
+
+def _burst_name(config: dict[str, Any]) -> None:
+    config[f"{P}:minicluster"]["spec"]["metadata"]["name"] = "gcp-burst"
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragment"),
+    [
+        (_burst_size, "'eks-burst' has maxSize 3 but the root stack"),
+        (_burst_name, "'gcp-burst' is not declared by the root stack"),
+    ],
+)
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_a_burst_the_root_does_not_declare_is_a_user_error(
+    tmp_path: Path, edit: Any, fragment: str, command: str
+) -> None:
+    project = project_copy(tmp_path / "p")
+    edit_stack(project, "eks-burst", edit)
+    # rendered alone, a burst needs the group's certificate
+    cert = ("--curve-cert", str(tmp_path / "group.cert")) if command == "render" else ()
+    result = minicluster(command, "--stack", "eks-burst", *cert, cwd=project)
+    assert result.returncode == 2, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if "root stack" in x]
+    assert line.startswith(f"{P}:minicluster: ")
+    assert fragment in line
+    assert "organization/flux-minicluster/gke-root" in line
+    assert "While processing" not in result.stderr
+    assert "internal error" not in result.stderr
+
+
+def _strategy(config: dict[str, Any]) -> None:
+    config[f"{P}:keygen"] = {"strategy": "openssl"}
+
+
+def _burst_cert(config: dict[str, Any]) -> None:
+    config[f"{P}:curveCert"] = {"secure": "v1:AAAA:BBBB"}
+
+
+@pytest.mark.parametrize(
+    ("stack", "edit", "expected"),
+    [
+        ("local", _strategy, f"{P}:keygen.strategy: "),
+        ("eks-burst", _burst_cert, f"{P}:curveCert: a burst uses its root's certificate"),
+    ],
+)
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_offline_refuses_the_config_the_component_refuses(
+    tmp_path: Path, stack: str, edit: Any, expected: str, command: str
+) -> None:
+    project = project_copy(tmp_path / "p")
+    edit_stack(project, stack, edit)
+    result = minicluster(command, "--stack", stack, cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr
+
+
+def test_a_kubeconfig_or_context_pulumi_up_cannot_use_is_noted(tmp_path: Path) -> None:
+    project = project_copy(tmp_path / "p")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\n"
+        "contexts: [{name: kind-flux, context: {cluster: kind-flux, user: me}}]\n"
+    )
+
+    def missing(config: dict[str, Any]) -> None:
+        config[f"{P}:cluster"]["kubeconfig"] = str(tmp_path / "no-such-kubeconfig")
+
+    def unknown(config: dict[str, Any]) -> None:
+        config[f"{P}:cluster"].update(kubeconfig=str(kubeconfig), context="kind-flx")
+
+    edit_stack(project, "local", missing)
+    result = minicluster("render", "--stack", "local", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert f"{P}:cluster.kubeconfig: {tmp_path / 'no-such-kubeconfig'} does not exist" in (
+        result.stderr
+    )
+    edit_stack(project, "local", unknown)
+    result = minicluster("render", "--stack", "local", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert f"{P}:cluster.context: 'kind-flx' is not a context of {kubeconfig}" in result.stderr
+    assert "kind-flux" in result.stderr
+
+
+@pytest.mark.parametrize("cloud", ["generic", "gke"])
+def test_a_generic_load_balancer_in_front_of_the_lead_is_warned_about(
+    tmp_path: Path, cloud: str
+) -> None:
+    """Only a known cloud's load balancer is known to keep the bursts' source addresses."""
+    project = project_copy(tmp_path / "p")
+    edit_stack(project, "gke-root", lambda c: c[f"{P}:cluster"].update(cloud=cloud))
+    result = minicluster("render", "--stack", "gke-root", "--stack", "eks-burst", cwd=project)
+    assert result.returncode == 0, result.stderr
+    warned = "flux-root-lead NetworkPolicy drop every burst" in result.stderr
+    assert warned == (cloud == "generic"), result.stderr

@@ -1,0 +1,242 @@
+"""Every command in the README's shell blocks is run here, or checked, or said to be run elsewhere.
+
+The README and the product must not drift: a reader copies these lines. Each command of each
+```sh block (continuation lines joined, comments dropped, ``a && b`` and ``a | b`` split) is:
+
+- run, when it works offline: ``minicluster ...`` (as written, in a copy of this project, with
+  ``.venv`` and ``~`` pointing where a reader's would), ``cd``, ``make demo`` (its recipe);
+- checked against what the commands before it rendered, when it needs a cluster but names
+  objects: ``kubectl create secret|namespace``, ``kubectl logs -n -l -c``;
+- or classified, with the reason, when it needs the Pulumi CLI, a cluster, a cloud or the network
+  (the e2e suite runs the Pulumi ones against a real engine: tests/e2e/README.md).
+
+A command that fits none of these fails the test, so a new README command needs a decision here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+# First words -> why the command is not run here.
+ELSEWHERE: dict[tuple[str, ...], str] = {
+    ("make", "test"): "this test is part of make test",
+    ("make", "venv"): "it made the .venv these tests run in",
+    ("pulumi",): "the Pulumi CLI and a backend: tests/e2e runs preview/up/refresh/destroy, "
+    "stack references, config and policy packs on the real engine",
+    ("kubectl", "apply"): "applies a rendering: needs a cluster (tests/e2e applies renders)",
+    ("kubectl", "port-forward"): "needs a running cluster",
+    ("git",): "the reader's own repository",
+    ("npm",): "the TypeScript program's dependencies: tests/e2e/test_multilanguage.py",
+    ("pip", "install", "flux-restful-client"): "a client from PyPI, for a running cluster",
+    ("flux-restful-cli",): "talks to a running RESTful server",
+    ("export",): "reads outputs of a deployed stack (pulumi stack output)",
+}
+
+
+@dataclass
+class Context:
+    """Where the commands of the README run, and what they rendered so far."""
+
+    cwd: Path
+    env: dict[str, str]
+    rendered: list[dict[str, Any]] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    pending: list[list[str]] = field(default_factory=list)
+
+
+def shell_blocks(text: str) -> list[list[str]]:
+    """The commands of each ```sh block, in order, as typed (for bash to expand ``~`` and globs)."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    out = []
+    for block in blocks:
+        joined = re.sub(r"\\\n\s*", " ", block)
+        commands = []
+        for line in joined.splitlines():
+            # a comment: a '#' at the start or after a space (none of the commands quotes one)
+            line = re.sub(r"(^|\s)#.*$", "", line).strip()
+            # one command per '&&' or '|'; a trailing '&' (in the background) is dropped
+            line = re.sub(r"\s*&$", "", line)
+            commands += [c.strip() for c in re.split(r"&&|\|", line) if c.strip()]
+        out.append(commands)
+    return out
+
+
+def _reason(words: list[str]) -> str | None:
+    for prefix, reason in ELSEWHERE.items():
+        if tuple(words[: len(prefix)]) == prefix:
+            return reason
+    return None
+
+
+def _objects_in(path: Path) -> list[dict[str, Any]]:
+    files = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]
+    return [d for f in files for d in yaml.safe_load_all(f.read_text()) if isinstance(d, dict)]
+
+
+def _record(ctx: Context, words: list[str], stdout: str) -> None:
+    """What a render wrote (-d DIR) or printed (YAML or a JSON List) becomes the context."""
+    if "render" not in words:
+        return
+    if "-d" in words:
+        ctx.rendered += _objects_in(ctx.cwd / words[words.index("-d") + 1])
+        return
+    docs = [d for d in yaml.safe_load_all(stdout) if isinstance(d, dict)]
+    for doc in docs:
+        ctx.rendered += doc.get("items", [doc]) if doc.get("kind") == "List" else [doc]
+
+
+def _pod_templates(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str]]:
+    """(namespace, pod template, job name) of every Job."""
+    return [
+        (o["metadata"].get("namespace", ""), o["spec"]["template"], o["metadata"]["name"])
+        for o in objects
+        if o.get("kind") == "Job" and "template" in o.get("spec", {})  # not a size patch
+    ]
+
+
+def _check_kubectl(ctx: Context, words: list[str]) -> None:
+    """A kubectl command that needs a cluster, checked against the objects rendered before it."""
+    assert ctx.rendered, f"nothing rendered before {shlex.join(words)!r} to check it against"
+    options = dict(zip(words, [*words[1:], ""], strict=True))
+    namespace = options.get("-n", "")
+    if words[1:3] == ["create", "secret"]:
+        name = words[4]
+        mounted = {
+            v["secret"]["secretName"]
+            for ns, pod, _ in _pod_templates(ctx.rendered)
+            if ns == namespace
+            for v in pod["spec"].get("volumes", [])
+            if "secret" in v
+        }
+        assert name in mounted, f"{shlex.join(words)}: the rendered pods mount {sorted(mounted)}"
+        keys = [
+            w.removeprefix("--from-file=").split("=", 1)[0]
+            for w in words
+            if w.startswith("--from-file=")
+        ]
+        assert keys == ["curve.cert"], f"{shlex.join(words)}: the pods read the key curve.cert"
+    elif words[1:3] == ["create", "namespace"]:
+        spaces = {o["metadata"].get("namespace") for o in ctx.rendered}
+        assert words[3] in spaces, f"{shlex.join(words)}: the renders use {sorted(spaces)}"
+    elif words[1] == "logs":
+        key, _, value = options["-l"].partition("=")
+        container = options.get("-c")
+        matches = [
+            (pod, job)
+            for ns, pod, job in _pod_templates(ctx.rendered)
+            if ns == namespace
+            # job-name is the label the Job controller gives its pods
+            and (
+                pod["metadata"].get("labels", {}).get(key) == value
+                or [key, value] == ["job-name", job]
+            )
+        ]
+        assert matches, f"{shlex.join(words)}: no Job's pods in {namespace} match"
+        names = {c["name"] for pod, _ in matches for c in pod["spec"]["containers"]}
+        assert container in names, f"{shlex.join(words)}: the pods' containers are {names}"
+    else:
+        raise AssertionError(f"no check for {shlex.join(words)!r}: classify it in ELSEWHERE")
+    ctx.checked.append(shlex.join(words))
+
+
+def _render_stack_for(ctx: Context, words: list[str]) -> None:
+    """`pulumi up -s STACK` runs elsewhere; what it creates is the stack rendered offline."""
+    if words[:2] == ["pulumi", "up"] and "-s" in words:
+        stack = words[words.index("-s") + 1]
+        out = ctx.cwd / ".readme-stack"
+        _run(ctx, shlex.join(["minicluster", "render", "--stack", stack, "-d", str(out)]))
+        ctx.rendered += _objects_in(out / stack)
+
+
+def _run(ctx: Context, command: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["bash", "-c", command],  # as typed: ~ and globs expand
+        cwd=ctx.cwd,
+        env=ctx.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"{command}:\n{result.stdout}{result.stderr}"
+    return result
+
+
+def run_command(ctx: Context, command: str) -> str:
+    """Run, check or classify one README command; what was done with it."""
+    words = shlex.split(command)
+    if words[0] == "cd":
+        target = ctx.cwd / words[1]
+        if not target.is_dir():
+            return f"classified: cd into {words[1]}, the reader's own program"
+        ctx.cwd = target
+        return "run"
+    if words == ["make", "demo"]:
+        recipe = re.search(r"^demo:.*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+        assert recipe is not None
+        assert recipe[1] == "$(BIN)/minicluster demo -d $(OUT)"
+        command = "minicluster demo -d rendered"
+        words = shlex.split(command)
+    if words[0] in ("minicluster", ".venv/bin/minicluster"):
+        result = _run(ctx, command)
+        _record(ctx, words, result.stdout)
+        return "run"
+    if words[0] == "kubectl" and _reason(words) is None:
+        ctx.pending.append(words)  # checked once the block has rendered what it renders
+        return "checked"
+    if (reason := _reason(words)) is not None:
+        _render_stack_for(ctx, words)
+        return f"classified: {reason}"
+    raise AssertionError(f"README command {command!r} is neither run, checked nor classified")
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Context:
+    """A copy of the project as a reader has it, with a home whose secrets folder exists."""
+    base = tmp_path_factory.mktemp("readme")
+    project = base / "flux-minicluster"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, project / name)
+    for name in ("stacks", "examples", "policies"):
+        shutil.copytree(ROOT / name, project / name)
+    bin_dir = Path(sys.executable).parent
+    (project / ".venv").mkdir()
+    (project / ".venv" / "bin").symlink_to(bin_dir)
+    home = base / "home"
+    (home / "secrets").mkdir(parents=True)
+    env = {**os.environ, "HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return Context(cwd=project, env=env)
+
+
+def test_every_readme_command_is_run_checked_or_classified(reader: Context) -> None:
+    blocks = shell_blocks(README.read_text())
+    assert len(blocks) >= 10
+    done: dict[str, list[str]] = {}
+    start = reader.cwd
+    for commands in blocks:
+        reader.cwd = start
+        reader.rendered = []
+        for command in commands:
+            done.setdefault(run_command(reader, command).split(":")[0], []).append(command)
+        for words in reader.pending:
+            _check_kubectl(reader, words)
+        reader.pending = []
+    # the README's offline commands really ran, and the ones naming objects were checked
+    assert len(done["run"]) >= 12, done["run"]
+    assert any("create secret generic" in c for c in done["checked"]), done["checked"]
+    assert any(c.startswith("kubectl logs") for c in done["checked"]), done["checked"]
