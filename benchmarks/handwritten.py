@@ -44,6 +44,8 @@ def main() -> None:
         metadata = {**obj["metadata"], "namespace": namespace}
         name = f"{obj['kind'].lower()}-{metadata['name']}"
         kind = obj["kind"]
+        if kind == "Namespace":
+            continue  # declared above, from config
         if kind == "ConfigMap":
             before_job.append(
                 k8s.core.v1.ConfigMap(name, metadata=metadata, data=obj["data"], opts=in_namespace)
