@@ -17,15 +17,21 @@ from pathlib import Path
 import pytest
 import yaml
 import zmq
+import zmq.utils.z85
 from corpus import V1ALPHA2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from flux_minicluster.core.certificate import (
     CertificateError,
     CurveCertificate,
+    curve_public,
     generate,
     parse,
     render,
     write,
+    z85_decode,
+    z85_encode,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,6 +56,25 @@ curve
 def test_fixture_keys_are_a_real_pair() -> None:
     assert zmq.curve_public(SECRET.encode()).decode() == PUBLIC
     assert zmq.curve_public(OTHER_SECRET.encode()).decode() != PUBLIC
+
+
+@given(st.binary(min_size=32, max_size=32))
+def test_our_curve_public_is_libzmqs(secret: bytes) -> None:
+    """Checking a certificate derives its public key without pyzmq; it must be libzmq's key."""
+    secret_z85 = zmq.utils.z85.encode(secret).decode()
+    assert z85_encode(secret) == secret_z85
+    assert z85_decode(secret_z85) == secret
+    ours = z85_encode(curve_public(secret))
+    assert ours == zmq.curve_public(secret_z85.encode()).decode()
+
+
+def test_checking_a_certificate_does_not_import_pyzmq() -> None:
+    code = (
+        "import sys; from flux_minicluster.core.certificate import parse; "
+        f"parse({VALID!r}); print('zmq' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
 
 
 def test_render_is_flux_keygen_layout_exactly() -> None:

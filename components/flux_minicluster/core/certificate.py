@@ -19,13 +19,16 @@ flux-core's rules, applied line by line:
 One rule is stricter than flux: a key given twice is refused (flux refuses a repeated metadata key
 but silently lets a repeated curve key win, which hides which key is in use).
 
-pyzmq is imported only where a key must be derived or generated, because ``minicluster validate``
-imports this module and must start fast.
+The public key is derived from the secret key here (``curve_public``: X25519 of the basepoint,
+RFC 7748, in pure Python; tests check it against libzmq's over many keys), so checking a
+certificate never imports pyzmq: every ``pulumi up`` given a certificate checks it, and importing
+libzmq's bindings cost more than the rest of the check. pyzmq is imported only to generate keys.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 from collections.abc import Mapping
@@ -36,12 +39,15 @@ __all__ = [
     "CertificateError",
     "CurveCertificate",
     "curve_entries",
+    "curve_public",
     "generate",
     "holds_secret_key",
     "parse",
     "public_key_in",
     "render",
     "write",
+    "z85_decode",
+    "z85_encode",
 ]
 
 HEADER: Final = "#  ZeroMQ CURVE **Secret** Certificate\n#  DO NOT DISTRIBUTE\n"
@@ -264,11 +270,74 @@ def _parse_pair(lineno: int, section: str, stripped: str) -> tuple[str, str]:
     return key, value
 
 
+@functools.lru_cache(maxsize=64)
 def _curve_public(secret: str) -> str:
-    import zmq
+    # Cached: a run checks the same certificate more than once (the argument, then the Output).
+    return z85_encode(curve_public(z85_decode(secret)))
 
-    public: bytes = zmq.curve_public(secret.encode("ascii"))
-    return public.decode("ascii")
+
+# --- Curve25519 and Z85 (the two libzmq does for curve_public) --------------------------------
+_P: Final = 2**255 - 19
+_A24: Final = 121665  # (486662 - 2) / 4
+_BASEPOINT: Final = 9
+
+
+def curve_public(secret: bytes) -> bytes:
+    """The X25519 public key of a 32-byte secret key: its scalar product with the basepoint
+    (RFC 7748, section 5: the Montgomery ladder on the clamped scalar), as libzmq's
+    ``zmq_curve_public`` (``crypto_scalarmult_base``) computes it. Only ever used to check a
+    certificate's own pair, so it need not be constant-time."""
+    if len(secret) != 32:
+        raise ValueError("a CURVE secret key is 32 bytes")
+    clamped = bytearray(secret)
+    clamped[0] &= 248
+    clamped[31] &= 127
+    clamped[31] |= 64
+    k = int.from_bytes(clamped, "little")
+    x1 = _BASEPOINT
+    x2, z2, x3, z3 = 1, 0, x1, 1
+    swap = 0
+    for t in range(254, -1, -1):
+        bit = (k >> t) & 1
+        if swap ^ bit:
+            x2, x3, z2, z3 = x3, x2, z3, z2
+        swap = bit
+        a, b = x2 + z2, x2 - z2
+        aa, bb = a * a % _P, b * b % _P
+        e = aa - bb
+        c, d = x3 + z3, x3 - z3
+        da, cb = d * a % _P, c * b % _P
+        x3 = (da + cb) ** 2 % _P
+        z3 = x1 * (da - cb) ** 2 % _P
+        x2 = aa * bb % _P
+        z2 = e * (aa + _A24 * e) % _P
+    if swap:
+        x2, z2 = x3, z3
+    return (x2 * pow(z2, _P - 2, _P) % _P).to_bytes(32, "little")
+
+
+def z85_decode(text: str) -> bytes:
+    """The bytes of a Z85 string (ZeroMQ RFC 32); ``_z85_problem`` has already checked it."""
+    out = bytearray()
+    for start in range(0, len(text), 5):
+        value = 0
+        for ch in text[start : start + 5]:
+            value = value * 85 + _Z85_VALUE[ch]
+        out += value.to_bytes(4, "big")
+    return bytes(out)
+
+
+def z85_encode(data: bytes) -> str:
+    """The Z85 string of ``data`` (a multiple of 4 bytes)."""
+    out = []
+    for start in range(0, len(data), 4):
+        value = int.from_bytes(data[start : start + 4], "big")
+        chunk = []
+        for _ in range(5):
+            value, digit = divmod(value, 85)
+            chunk.append(_Z85_ALPHABET[digit])
+        out.append("".join(reversed(chunk)))
+    return "".join(out)
 
 
 # --- finding keys in text that may not be a certificate file -----------------------------------

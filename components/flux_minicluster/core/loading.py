@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from flux_minicluster.core import documents, v1alpha1, yamlio
+from flux_minicluster.core import documents, yamlio
 from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.spec import (
@@ -28,6 +28,9 @@ from flux_minicluster.core.spec import (
     MiniClusterSpec,
 )
 from flux_minicluster.core.validation import check_semantics, translate_errors
+
+if TYPE_CHECKING:
+    from flux_minicluster.core import v1alpha1
 
 # Checks that need a name run with this one when the document has none (its problem is reported).
 _STAND_IN_NAME = "minicluster"
@@ -173,6 +176,9 @@ def _validate_spec(
     problems and warnings appended."""
     conversion = None
     if api_version == API_VERSION_V1ALPHA1:
+        # Its own models are built only for a v1alpha1 document: a v1alpha2 run never pays.
+        from flux_minicluster.core import v1alpha1
+
         try:
             conversion = v1alpha1.convert(data, name)
         except ValidationError as err:
