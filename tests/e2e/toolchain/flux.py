@@ -64,6 +64,8 @@ DEBIAN_PACKAGES = [
     "libxml2-dev",
     "python3-jsonschema",
     "cmake",
+    # not for the build: the node agent enforces NetworkPolicy with iptables in each pod's netns
+    "iptables",
 ]
 CLEAN_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 PYTHON = "/usr/bin/python3"
