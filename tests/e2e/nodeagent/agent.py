@@ -348,6 +348,7 @@ class PodRun:
         self.ready = False
         self.started = now()
         self.deleting = threading.Event()
+        self.terminated = threading.Event()
         self.gone = threading.Event()  # the pod vanished from the API (force delete)
         self.grace = 30.0
         self.lock = threading.Lock()
@@ -408,6 +409,9 @@ class PodRun:
             self.message = str(e)[:500]
             self.push()
         finally:
+            if self.deleting.is_set() and not self.gone.is_set():
+                # graceful termination runs in its own thread: let it have its grace period
+                self.terminated.wait(self.grace + 20)
             self.kill_all()
             self.ready = False
             self.agent.release(self)
@@ -670,6 +674,7 @@ class PodRun:
                 threads.append(th)
         for th in threads:
             th.join(self.grace + 15)
+        self.terminated.set()
 
     def kill_all(self) -> None:
         for c in self.apps + self.inits:
