@@ -243,6 +243,15 @@ def build_root(spec: dict) -> str:
     tgt = mountpoint(root, prefix, False)
     _mount(libc, prefix, tgt, None, MS_BIND | MS_REC)
     _mount(libc, None, tgt, None, MS_REMOUNT | MS_BIND | MS_RDONLY, what="read-only remount")
+    # Every user reaches it, as the view image's /opt/software: the directories above it (the
+    # cache under /root, mode 0700 on the host) become searchable in this container's copy only.
+    up = os.path.dirname(prefix)
+    while up not in ("/", ""):
+        where = resolve_in_root(root, up)
+        mode = os.stat(where).st_mode
+        if mode & 0o111 != 0o111:
+            os.chmod(where, mode | 0o111)
+        up = os.path.dirname(up)
     if spec["view"]:
         # The simulated flux view image: /opt/view (copy-on-write over the prefix),
         # /opt/views/view -> /opt/view, /opt/views/._view/<hash> -> /opt/view, empty /opt/software.
