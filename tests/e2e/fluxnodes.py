@@ -26,6 +26,8 @@ E2E = Path(__file__).resolve().parent
 AGENT = E2E / "nodeagent" / "agent.py"
 RUN_DIR = Path("/run/flux-minicluster-agent")
 PREFIX_ENV = "FLUX_MINICLUSTER_FLUX_PREFIX"
+# every namespace of the target, its root and working directory; the target's pid follows
+NSENTER = ["nsenter", "-m", "-u", "-i", "-n", "-p", "-r", "-w", "-t"]
 
 
 def flux_prefix(bindir: Path) -> Path | None:
@@ -144,6 +146,22 @@ class NodeAgent:
         here: the agent keeps the logs under its state directory)."""
         path = self.state / "logs" / f"{namespace}_{pod}" / f"{container}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def exec(self, namespace: str, pod: str, container: str, script: str) -> str:
+        """``sh -c script`` inside a running container (its namespaces and root), as root: what
+        ``kubectl exec`` would do. Its output; an AssertionError when it fails."""
+        pidfile = self.state / "logs" / f"{namespace}_{pod}" / f"{container}.pid"
+        unshare = int(pidfile.read_text())
+        children = Path(f"/proc/{unshare}/task/{unshare}/children").read_text().split()
+        assert children, f"container {container} of {pod} is not running"
+        proc = subprocess.run(
+            [*NSENTER, children[0], "/bin/sh", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, f"exec in {pod}: {proc.stdout}{proc.stderr}"
+        return proc.stdout
 
 
 class FluxPlane:

@@ -613,6 +613,8 @@ class PodRun:
                 start_new_session=True,
             )
         self.agent.record_proc(c.proc.pid)
+        with open(os.path.join(self.logdir, f"{c.name}.pid"), "w") as f:
+            f.write(f"{c.proc.pid}\n")
         c.started_at = now()
         c.exit_code = None
         c.state = {"running": {"startedAt": c.started_at}}
@@ -843,7 +845,7 @@ class Agent:
             p.slot = self.free.pop(0)
             p.netns = f"fa{self.index}p{p.slot}"
             p.veth = f"fav{self.index}p{p.slot}"
-            p.ip = f"{NET}.{self.index}.{p.slot}"
+            ip = f"{NET}.{self.index}.{p.slot}"
             self.record["netns"].append(p.netns)
             self.record["veths"].append(p.veth)
             self.save()
@@ -857,7 +859,7 @@ class Agent:
         run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=1"])
         run(["ip", "link", "set", veth, "master", BRIDGE])
         run(["ip", "link", "set", veth, "up"])
-        run(["ip", "-n", ns, "addr", "add", f"{p.ip}/16", "dev", "eth0"])
+        run(["ip", "-n", ns, "addr", "add", f"{ip}/16", "dev", "eth0"])
         run(["ip", "-n", ns, "link", "set", "eth0", "up"])
         run(["ip", "-n", ns, "link", "set", "lo", "up"])
         # Service IPs leave through eth0 (a DNAT in the pod's netns picks the endpoint).
@@ -870,6 +872,7 @@ class Agent:
             )
         with open(f"{etc}/hosts", "w") as f:
             f.write(HOSTS_MARKER + "\n")
+        p.ip = ip  # the sandbox is complete: from now on the network sync includes the pod
         with self.net_lock:
             self.refresh_services()
             self.sync_network()
