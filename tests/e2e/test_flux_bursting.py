@@ -142,34 +142,37 @@ def test_a_burst_with_a_stale_certificate_gives_up_with_the_join_timeout_message
 ) -> None:
     root, burst = trio.stacks[ROOT], trio.stacks["eks-burst"]
     plane = trio.planes["eks-burst"]
-    # A persistent root, then a burst that takes its certificate, then the root's rotation.
-    root.set_object(
-        f"{PREFIX}:minicluster",
-        {"wait": "none", "spec": {**spec("flux-root", 2, {}), "interactive": True}},
-    )
+    node = f"agent-{plane.name}"
+    # A persistent root; then a new burst Job that takes the root's certificate, held Pending
+    # (its node cordoned) while the root's certificate is rotated: its brokers start stale.
+    persistent = spec("flux-root", 2, {})
+    persistent["spec"]["interactive"] = True
+    root.set_object(f"{PREFIX}:minicluster", {"wait": "none", "spec": persistent})
     root.up()
+    plane.cp.kubectl("cordon", node)
+    env = {"FLUX_MINICLUSTER_JOIN_TIMEOUT": str(JOIN_TIMEOUT_S), "ROUND": "stale"}
+    burst.set_object(
+        f"{PREFIX}:minicluster",
+        {"wait": "none", "spec": spec("eks-burst", 2, {"environment": env})},
+    )
     burst.up()
     root.set(f"{PREFIX}:curveCert", new_certificate("flux-root"), secret=True, path=False)
     root.up()
-    # The burst's pods still hold the old certificate: a broker (re)starting now cannot join.
-    for pod in plane.pods(NAMESPACE, "eks-burst"):
-        plane.cp.kubectl("-n", NAMESPACE, "delete", "pod", pod["metadata"]["name"], "--wait=false")
+    plane.cp.kubectl("uncordon", node)
     message = "did not join the instance through"
 
-    def gave_up() -> bool:
-        pod = plane.rank_pod(NAMESPACE, "eks-burst", 1)
-        if pod is None or plane.agent is None:
-            return False
-        return message in plane.agent.container_log(NAMESPACE, pod["metadata"]["name"], "eks-burst")
+    def gave_up() -> str | None:
+        assert plane.agent is not None
+        for pod in plane.pods(NAMESPACE, "eks-burst"):
+            text = plane.agent.container_log(NAMESPACE, pod["metadata"]["name"], "eks-burst")
+            line = next((x for x in text.splitlines() if message in x), None)
+            if line:
+                return line
+        return None
 
-    wait_until(
-        "the stale burst's join-timeout message",
-        gave_up,
-        timeout=JOIN_TIMEOUT_S + 90,
+    line = wait_until(
+        "the stale burst's join-timeout message", gave_up, timeout=JOIN_TIMEOUT_S + 90
     )
-    pod = plane.rank_pod(NAMESPACE, "eks-burst", 1)
-    assert plane.agent is not None
-    text = plane.agent.container_log(NAMESPACE, pod["metadata"]["name"], "eks-burst")
-    line = next(x for x in text.splitlines() if message in x)
     assert f"within {JOIN_TIMEOUT_S}s" in line
-    e2e_report(f"stale burst: {line[:160]}")
+    assert "re-run `pulumi up` on this burst stack" in line
+    e2e_report(f"stale burst: {line[:200]}")
