@@ -45,6 +45,7 @@ OPERATOR_SPECS = [
     "emptydir",
 ]
 JOB_TIMEOUT_S = 240
+JOB_DEADLINE_S = 180  # what a run may take before its Job fails (they take 10 to 25 s here)
 
 pytestmark = pytest.mark.flux
 
@@ -78,6 +79,9 @@ def deploy(
     create_namespace: bool = True,
 ) -> Stack:
     cp = plane.cp
+    if not spec["spec"].get("interactive"):
+        # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
+        spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}
     stack = engine.stack(
         project,
         stack_name,
