@@ -5,7 +5,9 @@ kube-scheduler, kwok) the other e2e tests deploy to."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import textwrap
 import time
 import tomllib
@@ -326,3 +328,39 @@ def test_automation_api_inline_program_up_and_destroy(
     assert cm["data"] == {"via": "automation"}
     assert run("destroy")["result"] == "succeeded"
     assert control_plane.kubectl("get", "configmap", "e2e-inline", check=False).returncode != 0
+
+
+# -- Flux (toolchain/flux.py) -----------------------------------------------------------------
+
+
+@pytest.mark.needs("flux")
+def test_flux_is_the_pinned_release_with_fluxion(toolchain: Toolchain) -> None:
+    link = toolchain.bin / "flux"
+    assert link.is_symlink()
+    prefix = link.resolve().parent.parent
+    assert prefix.parent.parent.name == "flux"  # <cache root>/flux/<flux key>/prefix
+    out = subprocess.run([str(link), "version"], capture_output=True, text=True, check=True)
+    versions = dict(line.split(":", 1) for line in out.stdout.splitlines() if ":" in line)
+    assert versions["libflux-core"].strip() == PINS["flux"]["core"]
+    assert (prefix / "lib" / "flux" / "modules" / "sched-fluxion-resource.so").exists()
+
+
+def test_the_flux_piece_without_the_sources_says_where_they_belong(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "FLUX_MINICLUSTER_VENDOR": str(tmp_path / "vendor"),
+        "FLUX_MINICLUSTER_CACHE": str(tmp_path / "cache"),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "e2e" / "toolchain" / "build.py"), "--piece", "flux"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert (
+        f"{tmp_path / 'vendor'}/flux-core-{PINS['flux']['core']}.tar.gz is missing" in proc.stderr
+    )
+    assert "../shared/vendor" in proc.stderr
+    assert list((tmp_path / "cache").glob("flux/*/prefix/bin/flux")) == []

@@ -298,6 +298,8 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
         ),
         # Programs in TypeScript, Go and YAML: toolchain/languages.py, given this module's helpers.
         *_language_pieces(p),
+        # flux-core + flux-sched from ../shared/vendor: toolchain/flux.py (a prefix keyed apart).
+        *_flux_pieces(pins),
     ]
 
 
@@ -305,6 +307,12 @@ def _language_pieces(p: dict[str, str]) -> list[Piece]:
     import languages  # beside this file
 
     return languages.pieces(p, sys.modules[__name__])
+
+
+def _flux_pieces(pins: dict[str, object]) -> list[Piece]:
+    import flux  # beside this file
+
+    return flux.pieces(pins, sys.modules[__name__])
 
 
 class PieceError(Exception):

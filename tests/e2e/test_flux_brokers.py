@@ -1,0 +1,311 @@
+"""Real Flux brokers under the real Job controller: `pulumi up` (the real engine and provider)
+creates the MiniCluster on a control plane whose only node is the node agent (nodeagent/agent.py),
+which runs the Job's pods as real processes: the entrypoint scripts of templates/, broker.toml,
+the CURVE certificate, the flux view (the Flux the toolchain built), DNS as the cluster DNS answers
+it, NetworkPolicy and securityContext enforced.
+
+- the Flux Operator's own e2e specs that need no special image (../shared/compat/
+  flux-operator-tests): the Job completes, `wait: complete` returns with it, and rank 0's log
+  equals the spec's test.out.correct where there is one;
+- examples/restricted.yaml in a namespace enforcing Pod Security `restricted`;
+- a worker pod deleted mid-run: the Job controller replaces it and its broker rejoins rank 0;
+- NetworkPolicy: the mesh lets the brokers talk; a pod of another MiniCluster of the namespace
+  cannot reach them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import Toolchain
+from fluxnodes import FluxPlane, flux_prefix, wait_job_complete
+from kube import condition, job, wait_until
+from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
+
+REPO = Path(__file__).resolve().parents[2]
+COMPAT = REPO.parent / "shared" / "compat" / "flux-operator-tests"
+# The specs whose image is a plain OS (the host root stands in for it). Left out: nginx-service
+# and nginx-sidecar-service (an nginx image), lammps, osu-benchmarks, snakemake, singularity,
+# pokemon (images with their own software), disable-view, flux-sidecar, custom-config,
+# existing-volumes, volumes (a flux image of their own, or volumes of a real cluster).
+OPERATOR_SPECS = [
+    "hello-world",
+    "post",
+    "batch",
+    "flux-resource-list",
+    "minimal-service",
+    "timed",
+    "debug",
+    "emptydir",
+]
+JOB_TIMEOUT_S = 240
+JOB_DEADLINE_S = 180  # what a run may take before its Job fails (they take 10 to 25 s here)
+
+pytestmark = pytest.mark.flux
+
+
+@pytest.fixture(scope="module")
+def flux_plane(toolchain: Toolchain) -> Iterator[FluxPlane]:
+    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
+    if reason:
+        pytest.skip(reason)
+    prefix = flux_prefix(toolchain.bin)
+    if prefix is None or not (prefix / "bin" / "flux").exists():
+        pytest.fail(f"no Flux prefix: {toolchain.missing('flux') or 'bin/flux is missing'}")
+    with FluxPlane(toolchain.bin, prefix, "flux") as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def flux_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("flux") / "project")
+
+
+def deploy(
+    engine: Engine,
+    project: Path,
+    plane: FluxPlane,
+    stack_name: str,
+    namespace: str,
+    spec: dict[str, Any],
+    wait: str,
+    *,
+    create_namespace: bool = True,
+) -> Stack:
+    cp = plane.cp
+    if not spec["spec"].get("interactive"):
+        # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
+        spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}
+    stack = engine.stack(
+        project,
+        stack_name,
+        like="local",
+        kubeconfig=cp.kubeconfig,
+        context=cp.name,
+        curve_cert=new_certificate(spec["metadata"]["name"]),
+    )
+    stack.set(f"{PREFIX}:cluster.namespace", namespace)
+    stack.set(f"{PREFIX}:cluster.createNamespace", "true" if create_namespace else "false")
+    stack.set_object(f"{PREFIX}:minicluster", {"spec": spec, "wait": wait})
+    return stack
+
+
+def log_lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.strip().splitlines()]
+
+
+@pytest.mark.parametrize("name", OPERATOR_SPECS)
+def test_operator_spec_completes_with_real_brokers(
+    flux_plane: FluxPlane,
+    module_engine: Engine,
+    flux_project: Path,
+    name: str,
+    e2e_report: Callable[[str], None],
+) -> None:
+    folder = COMPAT / name
+    if not folder.is_dir():
+        pytest.skip(f"{COMPAT} is absent (../shared beside the checkout)")
+    spec = yaml.safe_load((folder / "minicluster.yaml").read_text())
+    job_name = spec["metadata"]["name"]
+    size = int(spec["spec"]["size"])
+    namespace = f"op-{name}"
+    stack = deploy(
+        module_engine, flux_project, flux_plane, f"op-{name}", namespace, spec, "complete"
+    )
+    stack.up()
+    seconds = stack.last().seconds
+    live = job(flux_plane.cp, namespace, job_name)  # as `up` left it: `wait: complete` returned
+    assert condition(live, "Complete") == "True", (
+        f"`up` returned before the Job completed: {live['status']}\n"
+        + flux_plane.diagnostics(namespace, job_name)
+    )
+    assert live["status"].get("succeeded") == size
+    log = flux_plane.rank_log(namespace, job_name)
+    correct = folder / "test.out.correct"
+    if correct.exists():
+        assert log_lines(log) == log_lines(correct.read_text()), (
+            f"rank 0's log:\n{log}\n" + flux_plane.diagnostics(namespace, job_name)
+        )
+    else:
+        assert log.strip(), flux_plane.diagnostics(namespace, job_name)
+    e2e_report(f"{name}: pulumi up to Job Complete {seconds:.1f}s ({size} brokers)")
+
+
+def test_restricted_example_runs_under_pod_security_restricted(
+    flux_plane: FluxPlane,
+    module_engine: Engine,
+    flux_project: Path,
+    e2e_report: Callable[[str], None],
+) -> None:
+    spec = yaml.safe_load((REPO / "examples" / "restricted.yaml").read_text())
+    namespace = "restricted"
+    labels = {f"pod-security.kubernetes.io/{k}": "restricted" for k in ("enforce", "warn")}
+    flux_plane.cp.ensure(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": labels},
+        }
+    )
+    spec["metadata"].pop("namespace", None)
+    stack = deploy(
+        module_engine,
+        flux_project,
+        flux_plane,
+        "restricted",
+        namespace,
+        spec,
+        "complete",
+        create_namespace=False,
+    )
+    stack.up()
+    job_name = spec["metadata"]["name"]
+    wait_job_complete(flux_plane, namespace, job_name, JOB_TIMEOUT_S)
+    # `id` as the command: the brokers and the command run as the pod's user, not root
+    log = flux_plane.rank_log(namespace, job_name)
+    ids = [line for line in log_lines(log) if line.startswith("uid=")]
+    assert ids, flux_plane.diagnostics(namespace, job_name)
+    assert all(line.startswith("uid=1000") and "gid=1000" in line for line in ids), log
+    # the securityContext was enforced: no capability left in the main container
+    pod = flux_plane.rank_pod(namespace, job_name)
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    e2e_report(f"restricted: {len(ids)} tasks ran as {ids[0]}")
+
+
+def pod_netns(plane: FluxPlane, pod: dict[str, Any]) -> str:
+    """The network namespace the agent made for a pod (fa<K>p<n> for 10.253.K.n)."""
+    _, _, k, n = pod["status"]["podIP"].split(".")
+    return f"fa{k}p{n}"
+
+
+def connects(netns: str, ip: str, port: int, timeout: float = 3.0) -> bool:
+    """A TCP connection from inside ``netns`` to ip:port succeeds within ``timeout``."""
+    probe = (
+        "import socket,sys\n"
+        "s=socket.socket(); s.settimeout(float(sys.argv[3]))\n"
+        "try:\n s.connect((sys.argv[1], int(sys.argv[2]))); print('open')\n"
+        "except OSError as e:\n print(type(e).__name__)\n"
+    )
+    out = subprocess.run(
+        ["ip", "netns", "exec", netns, "python3", "-c", probe, ip, str(port), str(timeout)],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 10,
+    ).stdout.strip()
+    return out == "open"
+
+
+def interactive(name: str, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "size": size,
+            "interactive": True,
+            "logging": {"quiet": True},
+            "containers": [{"image": "ubuntu:24.04"}],
+        },
+    }
+
+
+def test_network_policy_lets_the_mesh_talk_and_keeps_other_pods_out(
+    flux_plane: FluxPlane,
+    module_engine: Engine,
+    flux_project: Path,
+    e2e_report: Callable[[str], None],
+) -> None:
+    namespace = "netpol"
+    one = deploy(
+        module_engine,
+        flux_project,
+        flux_plane,
+        "netpol-a",
+        namespace,
+        interactive("mesh-a", 2),
+        "ready",
+    )
+    one.up()
+    two = deploy(
+        module_engine,
+        flux_project,
+        flux_plane,
+        "netpol-b",
+        namespace,
+        interactive("mesh-b", 1),
+        "ready",
+    )
+    two.up()
+    cp = flux_plane.cp
+    policies = cp.items(f"/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies")
+    assert len(policies) == 2, [p["metadata"]["name"] for p in policies]
+    a0, a1 = (flux_plane.rank_pod(namespace, "mesh-a", i) for i in (0, 1))
+    b0 = flux_plane.rank_pod(namespace, "mesh-b", 0)
+    port = 8050
+    # the brokers of mesh-a form one instance: rank 1 reached rank 0 through the mesh policy
+    wait_until(
+        "mesh-a rank 1 connected to rank 0",
+        lambda: connects(pod_netns(flux_plane, a1), a0["status"]["podIP"], port),
+        timeout=30,
+    )
+    assert not connects(pod_netns(flux_plane, b0), a0["status"]["podIP"], port), (
+        "a pod of another MiniCluster reached mesh-a's rank 0"
+    )
+    # and the other way round: mesh-b's own broker port is closed to mesh-a
+    assert not connects(pod_netns(flux_plane, a1), b0["status"]["podIP"], port)
+    e2e_report("netpol: mesh-a 1 -> 0 open; mesh-b -> mesh-a dropped; mesh-a -> mesh-b dropped")
+
+
+# Rank 0's count of brokers that are up, asked of its own instance (its local socket).
+UP_BROKERS = (
+    "sock=$(find /mnt/flux -maxdepth 5 -type s -name local | head -1); "
+    'flux=$(find /mnt/flux -maxdepth 4 -type f -path "*/bin/flux" | head -1); '
+    '"$flux" proxy "local://$sock" "$flux" resource list -s up -no {nnodes}'
+)
+
+
+def test_worker_pod_deleted_mid_run_is_replaced_and_rejoins(
+    flux_plane: FluxPlane,
+    module_engine: Engine,
+    flux_project: Path,
+    e2e_report: Callable[[str], None],
+) -> None:
+    namespace = "rejoin"
+    name = "flux-rejoin"
+    stack = deploy(
+        module_engine, flux_project, flux_plane, "rejoin", namespace, interactive(name, 2), "ready"
+    )
+    stack.up()
+    cp = flux_plane.cp
+    agent = flux_plane.agent
+    assert agent is not None
+    rank0 = flux_plane.rank_pod(namespace, name, 0)["metadata"]["name"]
+
+    def up() -> int:
+        out = agent.exec(namespace, rank0, name, UP_BROKERS).strip()
+        return int(out) if out.isdigit() else -1
+
+    wait_until("both brokers up at rank 0", lambda: up() == 2, timeout=60)
+    first = flux_plane.rank_pod(namespace, name, 1)
+    first_uid = first["metadata"]["uid"]
+    cp.kubectl("-n", namespace, "delete", "pod", first["metadata"]["name"], "--grace-period=2")
+    wait_until("rank 0 to see the worker go", lambda: up() == 1, timeout=60)
+
+    def replaced() -> Any:
+        pod = flux_plane.rank_pod(namespace, name, 1)
+        return pod if pod and pod["metadata"]["uid"] != first_uid else None
+
+    new = wait_until("the Job controller's replacement of index 1", replaced, timeout=60)
+    t0 = time.monotonic()
+    wait_until("the new worker's broker to rejoin rank 0", lambda: up() == 2, timeout=90)
+    assert new["metadata"]["name"] != first["metadata"]["name"]
+    e2e_report(
+        f"rejoin: index 1 deleted, replaced by the Job controller ({new['metadata']['name']}), "
+        f"its broker rejoined rank 0 {time.monotonic() - t0:.1f}s after the replacement appeared"
+    )

@@ -1,0 +1,178 @@
+"""Bursting with real brokers: three control planes, each with its node agent, on one shared pod
+network (as routable pod networks are). ``gke-root`` exposes its lead broker by a LoadBalancer
+Service, whose address the root's agent gives on that network; ``eks-burst`` and ``aks-burst``
+read the root through real StackReferences, and their brokers join the root's instance through
+that address: six brokers in one Flux instance.
+
+Then a burst holding a stale certificate: the root's certificate is rotated, a burst pod restarts
+with the old one, and its broker gives up with the join-timeout message (the timeout shortened
+through the pod's environment) instead of hanging.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Toolchain
+from fluxnodes import FluxPlane, flux_prefix, wait_job_complete
+from kube import wait_until
+from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
+
+pytestmark = pytest.mark.flux
+
+NAMESPACE = "flux"
+ROOT, BURSTS = "gke-root", ("eks-burst", "aks-burst")
+JOIN_TIMEOUT_S = 20
+# Rank 0 waits for the six brokers, then prints the instance's nodes (and the job runs on all).
+ROOT_COMMAND = (
+    "bash -c 'for i in $(seq 300); do "
+    '[ "$(flux resource list -s up -no {nnodes})" = 6 ] && break; sleep 1; done; '
+    'flux resource list -s up -no "{nnodes} {nodelist}"\''
+)
+
+
+@dataclass
+class Trio:
+    planes: dict[str, FluxPlane]
+    stacks: dict[str, Stack]
+    engine: Engine
+    project: Path
+
+
+def spec(name: str, size: int, container: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "size": size,
+            "logging": {"quiet": True},
+            "containers": [{"image": "ubuntu:24.04", **container}],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def trio(
+    toolchain: Toolchain, module_engine: Engine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Trio]:
+    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
+    if reason:
+        pytest.skip(reason)
+    prefix = flux_prefix(toolchain.bin)
+    if prefix is None or not (prefix / "bin" / "flux").exists():
+        pytest.fail(f"no Flux prefix: {toolchain.missing('flux') or 'bin/flux is missing'}")
+    planes: dict[str, FluxPlane] = {}
+    try:
+        for name in (ROOT, *BURSTS):
+            planes[name] = FluxPlane(toolchain.bin, prefix, name.split("-")[0]).start()
+        project = copy_project(tmp_path_factory.mktemp("flux-bursting") / "project")
+        stacks = {}
+        for name, plane in planes.items():
+            stacks[name] = module_engine.stack(
+                project,
+                name,
+                kubeconfig=plane.cp.kubeconfig,
+                context=plane.cp.name,
+                curve_cert=new_certificate("flux-root") if name == ROOT else None,
+            )
+        root = stacks[ROOT]
+        # the bursts' pods come from the shared pod network, not from the example's NAT ranges
+        root.set_object(f"{PREFIX}:bursting.sourceRanges", ["10.253.0.0/16"])
+        root.set_object(
+            f"{PREFIX}:minicluster",
+            {"wait": "none", "spec": spec("flux-root", 2, {"command": ROOT_COMMAND})},
+        )
+        for burst in BURSTS:
+            env = {"FLUX_MINICLUSTER_JOIN_TIMEOUT": str(JOIN_TIMEOUT_S)}
+            stacks[burst].set_object(
+                f"{PREFIX}:minicluster",
+                {"wait": "none", "spec": spec(burst, 2, {"environment": env})},
+            )
+        yield Trio(planes, stacks, module_engine, project)
+    finally:
+        for plane in planes.values():
+            plane.stop()
+
+
+def expand(hostlist: str) -> list[str]:
+    hosts = []
+    for term in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", hostlist.strip()):
+        match = re.fullmatch(r"([^\[]*)\[([\d,-]+)\]", term)
+        if match is None:
+            hosts.append(term)
+            continue
+        prefix, ranges = match.groups()
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            hosts += [f"{prefix}{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return hosts
+
+
+def test_six_brokers_of_three_clusters_form_one_instance(
+    trio: Trio, e2e_report: Callable[[str], None]
+) -> None:
+    root_plane = trio.planes[ROOT]
+    trio.stacks[ROOT].up()
+    lead = root_plane.cp.get(f"/api/v1/namespaces/{NAMESPACE}/services/flux-root-lead")
+    address = lead["status"]["loadBalancer"]["ingress"][0]["ip"]
+    assert trio.stacks[ROOT].outputs()["leadBrokerAddress"] == address
+    for burst in BURSTS:
+        trio.stacks[burst].up()
+    wait_job_complete(root_plane, NAMESPACE, "flux-root", timeout=300)
+    lines = root_plane.rank_log(NAMESPACE, "flux-root").strip().splitlines()
+    assert lines, root_plane.diagnostics(NAMESPACE, "flux-root")
+    count, nodelist = lines[-1].split(maxsplit=1)
+    assert count == "6", lines
+    assert sorted(expand(nodelist)) == sorted(
+        [f"{n}-{i}" for n in ("flux-root", *BURSTS) for i in (0, 1)]
+    ), nodelist
+    for burst in BURSTS:
+        wait_job_complete(trio.planes[burst], NAMESPACE, burst, timeout=120)
+    e2e_report(f"bursting: rank 0 at {address} saw {lines[-1]}")
+
+
+def test_a_burst_with_a_stale_certificate_gives_up_with_the_join_timeout_message(
+    trio: Trio, e2e_report: Callable[[str], None]
+) -> None:
+    root, burst = trio.stacks[ROOT], trio.stacks["eks-burst"]
+    plane = trio.planes["eks-burst"]
+    node = f"agent-{plane.name}"
+    # A persistent root; then a new burst Job that takes the root's certificate, held Pending
+    # (its node cordoned) while the root's certificate is rotated: its brokers start stale.
+    persistent = spec("flux-root", 2, {})
+    persistent["spec"]["interactive"] = True
+    root.set_object(f"{PREFIX}:minicluster", {"wait": "none", "spec": persistent})
+    root.up()
+    plane.cp.kubectl("cordon", node)
+    env = {"FLUX_MINICLUSTER_JOIN_TIMEOUT": str(JOIN_TIMEOUT_S), "ROUND": "stale"}
+    burst.set_object(
+        f"{PREFIX}:minicluster",
+        {"wait": "none", "spec": spec("eks-burst", 2, {"environment": env})},
+    )
+    burst.up()
+    root.set(f"{PREFIX}:curveCert", new_certificate("flux-root"), secret=True, path=False)
+    root.up()
+    plane.cp.kubectl("uncordon", node)
+    message = "did not join the instance through"
+
+    def gave_up() -> str | None:
+        assert plane.agent is not None
+        for pod in plane.pods(NAMESPACE, "eks-burst"):
+            text = plane.agent.container_log(NAMESPACE, pod["metadata"]["name"], "eks-burst")
+            line = next((x for x in text.splitlines() if message in x), None)
+            if line:
+                return line
+        return None
+
+    line = wait_until(
+        "the stale burst's join-timeout message", gave_up, timeout=JOIN_TIMEOUT_S + 90
+    )
+    assert f"within {JOIN_TIMEOUT_S}s" in line
+    assert "re-run `pulumi up` on this burst stack" in line
+    e2e_report(f"stale burst: {line[:200]}")
