@@ -5,10 +5,9 @@ control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) an
 Python 3.11 standard library only. The pins are the table [tool.flux-minicluster.toolchain] in
 pyproject.toml; nothing here names a version. Every piece is a `go build` of Go modules in a
 wrapper module generated into the cache (its go.mod is written here, never committed), with
-`-trimpath`, `-ldflags "-s -w -X <version vars>"` and GOFLAGS=-mod=mod; except
-`pulumi-analyzer-policy-python`, a shell script that the Pulumi SDK module zip ships and that is
-only `go mod download`ed and copied into bin/ (the CLI runs a Python policy pack through it when
-there is no Python language plugin).
+`-trimpath`, `-ldflags "-s -w -X <version vars>"` and GOFLAGS=-mod=mod. The two modules the
+proxy refuses (the Python language host, the command provider) build the same way from sources
+vendored in ../shared/vendor (toolchain/vendored.py).
 
     python3 tests/e2e/toolchain/build.py               # build what is missing, reuse the rest
     python3 tests/e2e/toolchain/build.py --piece kwok  # one piece (or a binary's name)
@@ -19,8 +18,7 @@ where <key> hashes the pins, this file, the committed wrapper sources beside it 
 version. The bin directory is the last line of stdout, whatever happened. Beside bin:
 build-times.json (wall seconds per piece), status.json (per piece: ok or the reason it failed),
 logs/<piece>.log (go's output). GOMODCACHE and GOCACHE are <cache root>/go-mod and go-build,
-shared by every key, by CI and by developers. Two pieces the proxy refuses are built from
-vendored sources (toolchain/vendored.py). Exit status: 0 when every requested piece is built;
+shared by every key, by CI and by developers. Exit status: 0 when every requested piece is built;
 1 when any piece failed (stderr names the piece and the module@version or tarball); 2 on a
 usage error.
 """
