@@ -8,16 +8,19 @@ What the toolchain gives (tests/e2e/toolchain/languages.py) and why:
   SDKs come from ``sdkgen`` (pkg/v3's codegen, as ``pulumi package add`` has a host run it) and
   their programs run through their SDK's Automation API (tests/e2e/drivers/), where the program
   process serves the language runtime and the CLI needs no language host;
-- a STAND-IN for the refused ``pulumi-language-python`` (``python-host-standin``), only so the CLI
-  can start the ``runtime: python`` component package. It runs the plugin with the dev venv's
-  interpreter (``PULUMI_PYTHON_CMD``).
+- the real ``pulumi-language-python`` (built from ../shared/vendor), which the CLI starts the
+  ``runtime: python`` component package with, as it does for a user.
 
 The environment leaves the dev venv's bin/ off PATH: its ``pulumi-resource-minicluster`` console
 script would serve the same provider, and the point is that the CLI starts the component
 package from ``components/PulumiPlugin.yaml``.
 
-The work area mirrors the repository, ``<root>/components`` (a link to the checkout's) beside
-``<root>/examples/<language>`` (copies), so the examples' ``../../components`` holds as committed.
+The work area mirrors the repository, ``<root>/components`` beside ``<root>/examples/<language>``
+(copies), so the examples' ``../../components`` holds as committed. The package's virtualenv
+(``virtualenv: venv`` in PulumiPlugin.yaml) is ``<root>/components/venv``, a link to the dev
+venv: the language host's InstallDependencies finds every line of requirements.txt satisfied
+there and installs nothing, where a fresh one would take a pip install per run (and the
+checkout's ``components/`` is never written).
 """
 
 from __future__ import annotations
@@ -117,16 +120,17 @@ class Polyglot:
         home, backend, root = where / "pulumi-home", where / "state", where / "work"
         for path in (home, backend, root / "examples"):
             path.mkdir(parents=True)
-        (root / "components").symlink_to(COMPONENTS, target_is_directory=True)
+        shutil.copytree(
+            COMPONENTS,
+            root / "components",
+            ignore=shutil.ignore_patterns("venv", "__pycache__", "*.egg-info"),
+        )
         python = venv_python()
+        (root / "components" / "venv").symlink_to(python.parent.parent, target_is_directory=True)
         venv_bin = str(python.parent)
         outside = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
-        standin = keydir / toolchain_languages.STANDIN_DIR
         env = engine_env(bindir, home, backend)
-        # The stand-in Python host on PATH (the policy tests keep it off theirs), not the venv;
-        # it runs itself and the component with this interpreter.
-        env["PATH"] = os.pathsep.join([str(bindir), str(standin), *outside])
-        env["PULUMI_PYTHON_CMD"] = str(python)
+        env["PATH"] = os.pathsep.join([str(bindir), *outside])
         go_env = {**env, **toolchain_languages.go_sdk_env(toolchain_build)}
         go_env["PATH"] = env["PATH"]
         return cls(
