@@ -13,6 +13,7 @@ and the keygen Command through the real ``pulumi-resource-command``.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -20,6 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stackrun import PASSPHRASE
@@ -50,6 +52,14 @@ def require_flux(toolchain_bin: Path) -> Path:
     if os.environ.get("CI"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
+
+
+def plain(value: Any) -> Any:
+    """A value of ``pulumi stack export --show-secrets``: a secret is an object with the secret
+    signature and ``plaintext``, its value as JSON."""
+    if isinstance(value, dict) and "plaintext" in value:
+        return json.loads(value["plaintext"])
+    return value
 
 
 def copy_checkout(dest: Path) -> Path:

@@ -30,7 +30,7 @@ import pytest
 import zmq
 from controlplane import ControlPlane
 from kube import wait_until
-from realcli import Cli, require_flux
+from realcli import Cli, plain, require_flux
 from stackrun import PREFIX, copy_project
 from test_certificate import _exchange
 
@@ -189,7 +189,7 @@ def command_certificate(cli: Cli) -> CurveCertificate:
     state = json.loads(cli.pulumi("stack", "export", "--show-secrets", "-s", STACK).stdout)
     commands = [r for r in state["deployment"]["resources"] if r["type"] == KEYGEN_TYPE]
     assert [r["urn"].rsplit("::", 1)[1] for r in commands] == [f"{NAME}-curve-keygen"]
-    return certificate.parse(commands[0]["outputs"]["stdout"])
+    return certificate.parse(plain(commands[0]["outputs"]["stdout"]))
 
 
 def secret_certificate(cp: ControlPlane) -> tuple[str, CurveCertificate]:

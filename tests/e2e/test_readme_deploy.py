@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import pytest
 from controlplane import ControlPlane
 from kube import wait_until
-from realcli import REPO, Cli, copy_checkout, flux_bin_dir
+from realcli import REPO, Cli, copy_checkout, flux_bin_dir, plain
 
 from flux_minicluster.core import certificate
 
@@ -127,7 +127,7 @@ def _check_deployed(cp: ControlPlane, cli: Cli) -> None:
     (keygen,) = [
         r for r in state["deployment"]["resources"] if r["type"] == "command:local:Command"
     ]
-    made = certificate.parse(keygen["outputs"]["stdout"])
+    made = certificate.parse(plain(keygen["outputs"]["stdout"]))
     held = [
         certificate.parse(base64.b64decode(value).decode())
         for secret in json.loads(
@@ -137,5 +137,5 @@ def _check_deployed(cp: ControlPlane, cli: Cli) -> None:
         if certificate.holds_secret_key(base64.b64decode(value).decode(errors="replace"))
     ]
     assert [c.secret_key for c in held] == [made.secret_key]
-    plain = cli.pulumi("stack", "export", "-s", "local").stdout
-    assert made.secret_key not in plain
+    encrypted = cli.pulumi("stack", "export", "-s", "local").stdout
+    assert made.secret_key not in encrypted
