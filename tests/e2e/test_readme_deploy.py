@@ -9,8 +9,12 @@ real command provider, against a throwaway control plane.
 
 What differs from a user's machine is the environment only: KUBECONFIG names the control plane's
 kubeconfig (its current context is the control plane: "the current kube-context" the local
-stack deploys to), HOME is a directory of the test's own (``pulumi login --local`` keeps its
-state in ``~/.pulumi``) with pip's cache the machine's, PULUMI_CONFIG_PASSPHRASE is set, and
+stack deploys to); PULUMI_BACKEND_URL names a state directory of the test's own, because
+``pulumi login --local`` logs into ``file://~``, which the CLI resolves with the account's home
+from the password database, not $HOME: the login still runs and writes what it always writes
+there (``~/.pulumi/meta.yaml``, ``version: 1``), every stack lives in the test's directory, and
+two runs never share a stack ``local``; HOME and PULUMI_HOME are the test's own (credentials,
+plugins), pip's cache the machine's; PULUMI_CONFIG_PASSPHRASE is set; and
 PULUMI_SKIP_CONFIRMATIONS=true answers the "Do you want to perform this update?" prompt that
 ``pulumi up`` and ``destroy`` ask at a terminal (a test has none). No file of the copy is edited.
 
@@ -90,6 +94,8 @@ def test_readme_deploy_commands_run_verbatim(
         kubeconfig=control_plane.kubeconfig,
         extra_path=() if flux is None or flux == toolchain.bin else (flux,),
     )
+    (tmp_path / "state").mkdir()
+    cli.env["PULUMI_BACKEND_URL"] = f"file://{tmp_path / 'state'}"
     commands = readme_commands((copy / "README.md").read_text())
     up = False
     try:
