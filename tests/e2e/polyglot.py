@@ -15,13 +15,14 @@ The environment leaves the dev venv's bin/ off PATH: its ``pulumi-resource-minic
 script would serve the same provider, and the point is that the CLI starts the component
 package from ``components/PulumiPlugin.yaml``.
 
-The work area mirrors the repository, ``<root>/components`` beside ``<root>/examples/<language>``
-(copies), so the examples' ``../../components`` holds as committed and the checkout's
-``components/`` is never written. Installing the package (``get-schema``, ``package add``), the
-CLI has the host create ``venv`` (PulumiPlugin.yaml's ``virtualenv: venv``) and pip install
-requirements.txt into it, then fetch the providers the SDKs in it name: ``package_venv`` makes
-that venv see the dev venv's packages (the pinned SDKs; nothing to download) and
-``install_plugins`` puts the toolchain's providers into PULUMI_HOME's plugin cache.
+The work area mirrors the repository, ``<root>/components`` and ``<root>/templates`` beside
+``<root>/examples/<language>`` (copies), so the examples' ``../../components`` holds as
+committed and the checkout's ``components/`` is never written. Installing the package
+(``get-schema``, ``package add``), the CLI has the host create ``venv`` (PulumiPlugin.yaml's
+``virtualenv: venv``) and pip install requirements.txt into it, then fetch the providers the
+SDKs in it name: ``package_venv`` makes that venv see the dev venv's packages (the pinned SDKs;
+nothing to download) and ``install_plugins`` puts the toolchain's providers into PULUMI_HOME's
+plugin cache.
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ class Polyglot:
             root / "components",
             ignore=shutil.ignore_patterns("venv", "__pycache__", "*.egg-info"),
         )
+        # The package reads the repository's templates/ beside components/ (templating.py).
+        shutil.copytree(REPO / "templates", root / "templates")
         python = venv_python()
         package_venv(root / "components" / "venv", python)
         venv_bin = str(python.parent)
