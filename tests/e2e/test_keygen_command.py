@@ -58,7 +58,6 @@ SDK_DEBUG = ("register resource outputs prepared: ", "resource registration succ
 def deployed(
     request: pytest.FixtureRequest,
     toolchain: Toolchain,
-    control_plane: ControlPlane,
     tmp_path: Path,
 ) -> Iterator[tuple[str, Cli, ControlPlane]]:
     """The local stack of a project copy on the control plane, keygen.strategy set; destroyed
@@ -68,6 +67,7 @@ def deployed(
     if strategy == "flux":
         found = require_flux(toolchain.bin)
         extra = () if found == toolchain.bin else (found,)
+    control_plane: ControlPlane = request.getfixturevalue("control_plane")  # after the flux check
     project = copy_project(tmp_path / "project")
     cli = Cli.create(toolchain.bin, tmp_path, project, extra_path=extra)
     cli.env["PULUMI_BACKEND_URL"] = f"file://{tmp_path / 'state'}"
