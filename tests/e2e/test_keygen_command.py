@@ -215,6 +215,7 @@ def handshake(cert: CurveCertificate) -> bytes | None:
     every broker does (tests/test_certificate.py's exchange): the reply, or None."""
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     try:
-        return _exchange(ctx, cert, cert, cert.public_key)
+        # a generous bound: the machine may be loaded; a failed handshake never answers at all
+        return _exchange(ctx, cert, cert, cert.public_key, poll_ms=15_000)
     finally:
         ctx.destroy(linger=0)
