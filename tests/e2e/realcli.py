@@ -62,6 +62,14 @@ def plain(value: Any) -> Any:
     return value
 
 
+def holds(text: str, secret: str) -> bool:
+    """Whether ``text`` holds ``secret`` as such, as Go's JSON writes it (``<``, ``>``, ``&``
+    as ``\\u003c``...: a Z85 key may hold them) or as JSON inside JSON (a state's secret
+    ``plaintext``, an event's message)."""
+    go = secret.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return any(form in text for form in (secret, go, go.replace("\\", "\\\\")))
+
+
 def copy_checkout(dest: Path) -> Path:
     """The checkout's files as git lists them (tracked, and untracked but not ignored)."""
     listed = subprocess.run(
