@@ -68,9 +68,10 @@ bench: $(STAMP)
 golden: $(STAMP)
 	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py tests/test_component_package.py
 
-# The real Pulumi CLI/plugins and a Kubernetes control plane, built from the Go module proxy
-# (standard library only; prints the bin directory last; exits 0 when the only failures are the
-# proxy refusals the pins record). `make e2e` builds it if needed and runs the tests using it.
+# The real Pulumi CLI/plugins and a Kubernetes control plane, built from the Go module proxy and,
+# for the two modules it refuses, from ../shared/vendor (standard library only; prints the bin
+# directory last; exits 1 when any piece failed). `make e2e` builds it if needed and runs the
+# tests using it.
 e2e-tools:
 	python3 tests/e2e/toolchain/build.py
 

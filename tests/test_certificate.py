@@ -332,8 +332,10 @@ def _exchange(
     server_cert: CurveCertificate,
     client_cert: CurveCertificate,
     server_key_for_client: str,
+    poll_ms: int = POLL_MS,
 ) -> bytes | None:
-    """Send one message client -> server -> client; None if either leg never arrives."""
+    """Send one message client -> server -> client; None if either leg never arrives within
+    ``poll_ms``."""
     server = ctx.socket(zmq.ROUTER)
     client = ctx.socket(zmq.DEALER)
     try:
@@ -348,11 +350,11 @@ def _exchange(
         client.curve_serverkey = server_key_for_client.encode()
         client.connect(f"tcp://127.0.0.1:{port}")
         client.send(b"hello-flux")
-        if not server.poll(POLL_MS):
+        if not server.poll(poll_ms):
             return None
         identity, payload = server.recv_multipart()
         server.send_multipart([identity, payload + b"-ack"])
-        if not client.poll(POLL_MS):
+        if not client.poll(poll_ms):
             return None
         reply: bytes = client.recv()
         return reply

@@ -3,7 +3,8 @@ planes, and an isolated environment for the real Pulumi CLI.
 
 Every test under tests/e2e is marked `e2e`. A test that needs a toolchain piece asks for it
 with `@pytest.mark.needs("pulumi-language-python", ...)` (binary or piece names); when that
-piece could not be built the test is skipped with the builder's reason.
+piece could not be built the test FAILS with the builder's reason: every piece builds here (the
+two the module proxy refuses from ../shared/vendor), so a missing one is a broken toolchain.
 
 FLUX_MINICLUSTER_E2E_BIN=<dir> uses an existing bin directory instead of running the builder.
 
@@ -84,7 +85,7 @@ def toolchain() -> Toolchain:
     proc = subprocess.run([sys.executable, str(BUILDER)], capture_output=True, text=True, cwd=REPO)
     lines = proc.stdout.strip().splitlines()
     if not lines:
-        pytest.skip(f"the e2e toolchain builder printed nothing:\n{proc.stderr[-3000:]}")
+        pytest.fail(f"the e2e toolchain builder printed nothing:\n{proc.stderr[-3000:]}")
     bindir = Path(lines[-1])
     return Toolchain(bindir, _read_status(bindir), proc.stderr)
 
@@ -110,19 +111,19 @@ def _needs(request: pytest.FixtureRequest) -> None:
     tc: Toolchain = request.getfixturevalue("toolchain")
     reason = tc.missing(*marker.args)
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
 
 
-def _skip_unless_control_plane(tc: Toolchain) -> None:
+def _require_control_plane(tc: Toolchain) -> None:
     reason = tc.missing(*BINARIES)
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
 
 
 @pytest.fixture
 def control_plane(toolchain: Toolchain, request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     """A started control plane of its own for one test; stopped however the test ends."""
-    _skip_unless_control_plane(toolchain)
+    _require_control_plane(toolchain)
     with ControlPlane(toolchain.bin, name="t") as cp:
         request.node.user_properties.append(("control_plane_startup_s", cp.startup_seconds))
         yield cp
@@ -134,7 +135,7 @@ def control_plane_factory(
 ) -> Iterator[Callable[..., ControlPlane]]:
     """make(name, **kw) starts another control plane (several may run at once, e.g. one per
     bursting cluster); all are stopped when the test ends."""
-    _skip_unless_control_plane(toolchain)
+    _require_control_plane(toolchain)
     started: list[ControlPlane] = []
 
     def make(name: str = "c", **kw: Any) -> ControlPlane:
@@ -194,7 +195,7 @@ def venv_python() -> Path:
 def pulumi_env(toolchain: Toolchain, tmp_path: Path) -> PulumiEnv:
     reason = toolchain.missing("pulumi")
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
     home = tmp_path / "pulumi-home"
     backend = tmp_path / "state"
     home.mkdir()
@@ -224,22 +225,22 @@ def module_control_plane(
     toolchain: Toolchain, request: pytest.FixtureRequest
 ) -> Iterator[ControlPlane]:
     """One control plane for every test of a module (they use namespaces of their own)."""
-    _skip_unless_control_plane(toolchain)
+    _require_control_plane(toolchain)
     name = request.module.__name__.removeprefix("test_").replace("_", "-")[:12].strip("-")
     with ControlPlane(toolchain.bin, name=name) as cp:
         yield cp
 
 
-def _skip_unless_engine(tc: Toolchain) -> None:
+def _require_engine(tc: Toolchain) -> None:
     reason = tc.missing("pulumi", "pulumi-resource-kubernetes")
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
 
 
 @pytest.fixture
 def engine(toolchain: Toolchain, tmp_path: Path, request: pytest.FixtureRequest) -> Engine:
     """The real CLI and provider with a file:// backend of this test's own."""
-    _skip_unless_engine(toolchain)
+    _require_engine(toolchain)
     eng = Engine.create(toolchain.bin, tmp_path / "engine")
     _ENGINES.append((request.node.nodeid, eng))
     return eng
@@ -250,7 +251,7 @@ def module_engine(
     toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Engine:
     """One engine (backend, PULUMI_HOME) for every test of a module."""
-    _skip_unless_engine(toolchain)
+    _require_engine(toolchain)
     eng = Engine.create(toolchain.bin, tmp_path_factory.mktemp("engine"))
     _ENGINES.append((request.module.__name__, eng))
     return eng

@@ -8,16 +8,21 @@ What the toolchain gives (tests/e2e/toolchain/languages.py) and why:
   SDKs come from ``sdkgen`` (pkg/v3's codegen, as ``pulumi package add`` has a host run it) and
   their programs run through their SDK's Automation API (tests/e2e/drivers/), where the program
   process serves the language runtime and the CLI needs no language host;
-- a STAND-IN for the refused ``pulumi-language-python`` (``python-host-standin``), only so the CLI
-  can start the ``runtime: python`` component package. It runs the plugin with the dev venv's
-  interpreter (``PULUMI_PYTHON_CMD``).
+- the real ``pulumi-language-python`` (built from ../shared/vendor), which the CLI starts the
+  ``runtime: python`` component package with, as it does for a user.
 
 The environment leaves the dev venv's bin/ off PATH: its ``pulumi-resource-minicluster`` console
 script would serve the same provider, and the point is that the CLI starts the component
 package from ``components/PulumiPlugin.yaml``.
 
-The work area mirrors the repository, ``<root>/components`` (a link to the checkout's) beside
-``<root>/examples/<language>`` (copies), so the examples' ``../../components`` holds as committed.
+The work area mirrors the repository, ``<root>/components`` and ``<root>/templates`` beside
+``<root>/examples/<language>`` (copies), so the examples' ``../../components`` holds as
+committed and the checkout's ``components/`` is never written. Installing the package
+(``get-schema``, ``package add``), the CLI has the host create ``venv`` (PulumiPlugin.yaml's
+``virtualenv: venv``) and pip install requirements.txt into it, then fetch the providers the
+SDKs in it name: ``package_venv`` makes that venv see the dev venv's packages (the pinned SDKs;
+nothing to download) and ``install_plugins`` puts the toolchain's providers into PULUMI_HOME's
+plugin cache.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -100,6 +107,42 @@ def venv_python() -> Path:
     return REPO / ".venv" / "bin" / "python"
 
 
+def package_venv(venv: Path, python: Path) -> None:
+    """The component package's ``venv``: a virtualenv of the dev venv's interpreter whose
+    site-packages reach the dev venv's through a .pth file. The language host runs ``python -m
+    venv`` over it (harmless on a venv; it fails on a symlink) and pip finds every line of
+    requirements.txt satisfied, at the pinned SDK versions, so it installs nothing."""
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = sysconfig.get_paths()["purelib"] if Path(sys.executable) == python else None
+    if purelib is None:
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "flux-minicluster-dev-venv.pth").write_text(f"{purelib}\n")
+
+
+def install_plugins(bindir: Path, env: dict[str, str], cwd: Path) -> None:
+    """The toolchain's providers in PULUMI_HOME's plugin cache, at the versions the Python SDKs
+    of the venv ask for: installing a package's dependencies (``pulumi package add``,
+    ``get-schema``) looks for them there, not on PATH, and would download them."""
+    for package, plugin in (("pulumi-kubernetes", "kubernetes"), ("pulumi-command", "command")):
+        binary = bindir / f"pulumi-resource-{plugin}"
+        version = metadata.version(package)
+        args = ["plugin", "install", "resource", plugin, version, "--file", str(binary)]
+        subprocess.run(
+            [str(bindir / "pulumi"), *args],
+            cwd=cwd,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+
 @dataclass
 class Polyglot:
     """The toolchain's CLI, language pieces and one file:// backend, and a work area."""
@@ -117,16 +160,20 @@ class Polyglot:
         home, backend, root = where / "pulumi-home", where / "state", where / "work"
         for path in (home, backend, root / "examples"):
             path.mkdir(parents=True)
-        (root / "components").symlink_to(COMPONENTS, target_is_directory=True)
+        shutil.copytree(
+            COMPONENTS,
+            root / "components",
+            ignore=shutil.ignore_patterns("venv", "__pycache__", "*.egg-info"),
+        )
+        # The package reads the repository's templates/ beside components/ (templating.py).
+        shutil.copytree(REPO / "templates", root / "templates")
         python = venv_python()
+        package_venv(root / "components" / "venv", python)
         venv_bin = str(python.parent)
         outside = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
-        standin = keydir / toolchain_languages.STANDIN_DIR
         env = engine_env(bindir, home, backend)
-        # The stand-in Python host on PATH (the policy tests keep it off theirs), not the venv;
-        # it runs itself and the component with this interpreter.
-        env["PATH"] = os.pathsep.join([str(bindir), str(standin), *outside])
-        env["PULUMI_PYTHON_CMD"] = str(python)
+        env["PATH"] = os.pathsep.join([str(bindir), *outside])
+        install_plugins(bindir, env, root)
         go_env = {**env, **toolchain_languages.go_sdk_env(toolchain_build)}
         go_env["PATH"] = env["PATH"]
         return cls(

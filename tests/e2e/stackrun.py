@@ -1,10 +1,13 @@
 """Our stacks on the real engine: Pulumi's Automation API over a copy of the project.
 
-The Python language host is refused by the module proxy, so no program runs as `pulumi up` would
-start it. The Automation API runs the same program instead: the Python SDK serves the language
-runtime itself and drives the real CLI with `pulumi up --client=<its address>`, and the program is
-the product's own entry point, ``flux_minicluster.deploy.program.main(project_root)``, as
-``__main__.py`` calls it.
+The scenario tests drive the program through the Automation API with an inline program: the
+Python SDK serves the language runtime itself and drives the real CLI with `pulumi up
+--client=<its address>`, and the program is the product's own entry point,
+``flux_minicluster.deploy.program.main(project_root)``, as ``__main__.py`` calls it. That gives a
+test typed results, the engine's events and an operation it can SIGKILL in a child process. The
+way the README has a user run it, `pulumi up` starting ``__main__.py`` through the real
+``pulumi-language-python``, is test_readme_deploy.py's and test_keygen_command.py's
+(realcli.py).
 
 Every test works on a copy of the project (``Pulumi.yaml``, ``__main__.py``, ``stacks/``,
 ``examples/``, ``policies/``) in a temporary directory, so the checkout is never written to: the
@@ -139,7 +142,8 @@ class Engine:
         ``like``: a new stack whose config starts as a copy of the bundled stack file
         ``stacks/Pulumi.<like>.yaml`` (in the copy). ``kubeconfig``/``context`` point the stack's
         ``flux-minicluster:cluster`` at a control plane; ``curve_cert`` is set as the secret
-        ``flux-minicluster:curveCert`` (no keygen Command can run here).
+        ``flux-minicluster:curveCert`` (the README's way to bring a certificate; the keygen
+        Command's own certificate is test_keygen_command.py's subject).
         """
         if like is not None:
             src = project / "stacks" / f"Pulumi.{like}.yaml"

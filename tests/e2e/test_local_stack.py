@@ -4,8 +4,9 @@ without drift and destroys without leftovers.
 
 The stack is the bundled ``stacks/Pulumi.local.yaml`` (examples/hello-world.yaml, 4 brokers,
 ``wait: ready``) on a throwaway control plane, changed only through config: the control plane's
-kubeconfig and context, a certificate (``flux-minicluster:curveCert``: no keygen Command can run
-without the command provider), and for the later steps the MiniCluster itself.
+kubeconfig and context, a certificate (``flux-minicluster:curveCert``, so that ``minicluster
+render --stack local`` renders the same Secret; the keygen Command is test_keygen_command.py's),
+and for the later steps the MiniCluster itself.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ How each program runs (tests/e2e/polyglot.py says why): YAML with ``pulumi packa
 ``pulumi up``/``destroy`` on the real ``pulumi-language-yaml``; TypeScript and Go, whose
 language hosts the module proxy refuses, through their own SDK's Automation API
 (tests/e2e/drivers/); the Python baseline through the Python Automation API. The component
-package itself is started by the CLI from ``components/PulumiPlugin.yaml`` through a STAND-IN
-for the refused ``pulumi-language-python``.
+package itself is started by the CLI from ``components/PulumiPlugin.yaml`` through the real
+``pulumi-language-python``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the fixtures' types; tests/conftest.py is also a module nam
 pytestmark = pytest.mark.e2e
 STACK = "dev"
 KINDS = {"ConfigMap", "Secret", "Service", "Job", "NetworkPolicy"}
-ENGINE = ("pulumi", "pulumi-resource-kubernetes", "python-host-standin")
+ENGINE = ("pulumi", "pulumi-resource-kubernetes", "pulumi-language-python")
 
 
 # --- fixtures: one work area, one control plane, one certificate, one Python baseline ---------
@@ -69,7 +69,7 @@ def poly(
 ) -> Polyglot:
     reason = toolchain.missing("pulumi")
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
     work = Polyglot.create(toolchain.bin, tmp_path_factory.mktemp("polyglot"))
     request.config.pluginmanager.register(_StepTimes(work), "polyglot-step-times")
     return work
@@ -94,7 +94,7 @@ def cluster(toolchain: Toolchain) -> Iterator[ControlPlane]:
     all declare the same MiniCluster), with the examples' namespace."""
     reason = toolchain.missing(*BINARIES)
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
     with ControlPlane(toolchain.bin, name="polyglot") as cp:
         cp.kubectl("create", "namespace", NAMESPACE)
         yield cp
@@ -119,7 +119,7 @@ def python_deployed(
     in the cluster for examples/hello-world.yaml, and its outputs; destroyed again."""
     reason = toolchain.missing(*ENGINE)
     if reason:
-        pytest.skip(reason)
+        pytest.fail(reason, pytrace=False)
     project = poly.root / "python"
     project.mkdir()
     (project / "Pulumi.yaml").write_text("name: minicluster-python\nruntime: python\n")
@@ -229,14 +229,16 @@ def _strings(value: Any) -> Iterator[str]:
 # --- the schema ---------------------------------------------------------------------------------
 
 
-@pytest.mark.needs("pulumi", "sdkgen", "python-host-standin")
+@pytest.mark.needs("pulumi", "sdkgen", "pulumi-language-python")
 def test_the_cli_reads_the_golden_schema_from_the_component_package(poly: Polyglot) -> None:
     """``pulumi package get-schema ./components``, as the README has a user run it: the CLI
     starts the package from PulumiPlugin.yaml (``runtime: python``) and prints its schema,
     which is the golden file as Pulumi reads a schema (sdkgen -print-spec decodes it into
     Pulumi's own schema.PackageSpec, as the CLI does)."""
-    served = poly.pulumi("package", "get-schema", "./components", cwd=REPO, step="get-schema")
-    assert "stand-in" in served.stderr  # started through the stand-in Python host
+    # The language host the CLI starts the package with: the toolchain's real one, and no other.
+    host = shutil.which("pulumi-language-python", path=poly.env["PATH"])
+    assert host == str(poly.bin / "pulumi-language-python")
+    served = poly.pulumi("package", "get-schema", "./components", cwd=poly.root, step="get-schema")
     golden = poly.run(poly.bin / "sdkgen", "-schema", GOLDEN_SCHEMA, "-print-spec", cwd=REPO)
     assert served.stdout == golden.stdout
 

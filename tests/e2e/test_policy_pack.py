@@ -2,10 +2,9 @@
 Automation API) passes on every bundled stack, fails naming the policy on a stack made to
 violate a mandatory rule, and says what `minicluster check` says on the same stack.
 
-No Python language plugin exists here, so the CLI runs the pack through
-`pulumi-analyzer-policy-python` (the script tests/e2e/toolchain/build.py copies from the Pulumi
-SDK module), which starts `python -m pulumi.policy` in the pack's virtualenv (../.venv of the
-project copy, a link to the dev venv with the real pulumi_policy).
+The CLI runs the pack through the real `pulumi-language-python` (built from ../shared/vendor),
+which starts `python -m pulumi.policy` in the pack's virtualenv (../.venv of the project copy, a
+link to the dev venv with the real pulumi_policy).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import yaml
 from controlplane import ControlPlane
 from stackrun import PREFIX, Engine, Stack, StackError, copy_project, new_certificate, venv_prefix
 
-pytestmark = pytest.mark.needs("pulumi-analyzer-policy-python")
+pytestmark = pytest.mark.needs("pulumi-language-python")
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = ("local", "gke-root", "eks-burst", "aks-burst")

