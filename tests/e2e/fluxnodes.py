@@ -151,6 +151,7 @@ class NodeAgent:
         """``sh -c script`` inside a running container (its namespaces and root), as root: what
         ``kubectl exec`` would do. Its output; an AssertionError when it fails."""
         pidfile = self.state / "logs" / f"{namespace}_{pod}" / f"{container}.pid"
+        assert pidfile.exists(), f"container {container} of {pod} has not started"
         unshare = int(pidfile.read_text())
         children = Path(f"/proc/{unshare}/task/{unshare}/children").read_text().split()
         assert children, f"container {container} of {pod} is not running"

@@ -288,7 +288,10 @@ def test_worker_pod_deleted_mid_run_is_replaced_and_rejoins(
     rank0 = flux_plane.rank_pod(namespace, name, 0)["metadata"]["name"]
 
     def up() -> int:
-        out = agent.exec(namespace, rank0, name, UP_BROKERS).strip()
+        try:
+            out = agent.exec(namespace, rank0, name, UP_BROKERS).strip()
+        except (AssertionError, OSError):  # rank 0's container or its instance not up yet
+            return -1
         return int(out) if out.isdigit() else -1
 
     wait_until("both brokers up at rank 0", lambda: up() == 2, timeout=60)
