@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -53,6 +52,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import handwritten  # noqa: E402
 import yaml  # noqa: E402
 from controlplane import NODE_PODS, ControlPlane  # noqa: E402
+from report import machine, table  # noqa: E402
 from stackrun import Engine, Stack, copy_project, new_certificate  # noqa: E402
 
 HELLO = ROOT / "examples" / "hello-world.yaml"
@@ -322,17 +322,6 @@ def many_program(
     return program
 
 
-def render(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [cells[0].ljust(widths[0])]
-        out += [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join(out).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
-
-
 def side_by_side_rows(label: str, figures: dict[str, dict[str, list[float]]]) -> list[list[str]]:
     rows = []
     for op in OPERATIONS:
@@ -350,18 +339,6 @@ def side_by_side_rows(label: str, figures: dict[str, dict[str, list[float]]]) ->
             ]
         )
     return rows
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for ln in Path("/proc/cpuinfo").read_text().splitlines():
-            if ln.startswith("model name"):
-                cpu = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -427,14 +404,14 @@ def main(argv: list[str] | None = None) -> int:
             rows += side_by_side_rows(label, figures)
             done, load = time.perf_counter() - t0, os.getloadavg()[0]
             print(f"\n{label} done at {done:.0f} s (load {load:.1f}):", flush=True)
-            print(render(headers, side_by_side_rows(label, figures)), flush=True)
+            print(table(headers, side_by_side_rows(label, figures)), flush=True)
         print()
         print(
             "preview: a new stack (kubectl diff); up: until every broker pod is Ready "
             "(kubectl apply + kubectl wait); destroy: until the pods are gone"
         )
         if rows:
-            print(render(headers, rows), flush=True)
+            print(table(headers, rows), flush=True)
         if args.counts:
             print()
             print(
@@ -447,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"did not complete: {type(err).__name__}: {err}"[:2000])
             else:
                 print(
-                    render(
+                    table(
                         [
                             "MiniClusters",
                             "resources",

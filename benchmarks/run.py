@@ -20,7 +20,6 @@ never in a timed test. Budget: well under two minutes on two cores.
 from __future__ import annotations
 
 import gc
-import os
 import platform
 import statistics
 import subprocess
@@ -33,6 +32,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from report import machine, table  # noqa: E402
 
 from flux_minicluster.core import plan  # noqa: E402
 from flux_minicluster.core.loading import parse  # noqa: E402
@@ -296,35 +297,6 @@ def render_stacks() -> list[tuple[str, str, str]]:
 # --- reporting ------------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: bool = True) -> str:
-    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = []
-        for i, (cell, width) in enumerate(zip(cells, widths, strict=True)):
-            out.append(str(cell).ljust(width) if i == 0 or not right else str(cell).rjust(width))
-        return "  ".join(out).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def cores() -> str:
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    total = os.cpu_count()
-    return f"{usable} usable of {total}" if usable and usable != total else str(total)
-
-
 class Targets:
     def __init__(self) -> None:
         self.rows: list[tuple[str, str, str, str]] = []
@@ -344,7 +316,7 @@ def ms(seconds: float) -> str:
 def main() -> int:
     started = time.perf_counter()
     print("flux-minicluster benchmarks")
-    print(f"machine: {cpu_model()}, {cores()} cores, {platform.system()} {platform.machine()}")
+    print(f"machine: {machine()}")
     print(f"python:  {platform.python_implementation()} {platform.python_version()}")
     print()
     targets = Targets()

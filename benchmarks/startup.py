@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from report import table
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
 EXAMPLE = ROOT / "examples" / "hello-world.yaml"
@@ -227,17 +229,6 @@ def validate_costs(runs: int) -> dict[str, Any]:
         "pydantic": sum(t for m, t in times.items() if m.split(".")[0].startswith("pydantic"))
         / 1e6,
     }
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [cells[0].ljust(widths[0])]
-        out += [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join(out).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def main(argv: list[str] | None = None) -> int:
