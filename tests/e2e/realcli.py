@@ -4,8 +4,9 @@ and the keygen Command through the real ``pulumi-resource-command``.
 
 - ``Cli``: one CLI environment (the toolchain's bin first on PATH, a PULUMI_HOME and HOME of its
   own, a passphrase), every call recorded, so a test can search everything the CLI printed;
-- ``flux_bin_dir``: where the ``flux`` the ``flux`` keygen strategy runs is found: the toolchain's
-  own ``<bin>/flux``, else ``$FLUX_MINICLUSTER_FLUX_PREFIX/bin/flux``. In CI (``CI`` set) a test
+- ``flux_bin_dir``: where the ``flux`` the ``flux`` keygen strategy and the real-broker tests run
+  is found: ``$FLUX_MINICLUSTER_FLUX_PREFIX/bin``, else that of the prefix the toolchain's
+  ``<bin>/flux`` links into. In CI (``CI`` set) a test
   that needs it fails without it; elsewhere it is skipped, naming both places;
 - ``copy_checkout``: the checkout's files (tracked, and untracked but not ignored) in a new
   directory, without any build output or venv: what a user's clone holds.
@@ -24,19 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fluxnodes import PREFIX_ENV as FLUX_PREFIX_ENV
+from fluxnodes import flux_prefix
 from stackrun import PASSPHRASE
 
 REPO = Path(__file__).resolve().parents[2]
-FLUX_PREFIX_ENV = "FLUX_MINICLUSTER_FLUX_PREFIX"
 
 
 def flux_bin_dir(toolchain_bin: Path) -> Path | None:
-    """The directory holding the ``flux`` to put on PATH, or None."""
-    if (toolchain_bin / "flux").is_file():
-        return toolchain_bin
-    prefix = os.environ.get(FLUX_PREFIX_ENV)
-    if prefix and (Path(prefix) / "bin" / "flux").is_file():
-        return Path(prefix) / "bin"
+    """The ``bin`` of the Flux prefix (``fluxnodes.flux_prefix``: the one rule for where Flux
+    is), or None when it holds no ``flux``."""
+    prefix = flux_prefix(toolchain_bin)
+    if prefix is not None and (prefix / "bin" / "flux").is_file():
+        return prefix / "bin"
     return None
 
 

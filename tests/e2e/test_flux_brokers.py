@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import Toolchain
-from fluxnodes import FluxPlane, flux_prefix, wait_job_complete
+from fluxnodes import FluxPlane, wait_job_complete
 from kube import condition, job, wait_until
+from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,9 +56,7 @@ def flux_plane(toolchain: Toolchain) -> Iterator[FluxPlane]:
     reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
     if reason:
         pytest.skip(reason)
-    prefix = flux_prefix(toolchain.bin)
-    if prefix is None or not (prefix / "bin" / "flux").exists():
-        pytest.fail(f"no Flux prefix: {toolchain.missing('flux') or 'bin/flux is missing'}")
+    prefix = require_flux(toolchain.bin).parent
     with FluxPlane(toolchain.bin, prefix, "flux") as plane:
         yield plane
 

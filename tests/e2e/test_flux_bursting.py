@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 from conftest import Toolchain
-from fluxnodes import FluxPlane, flux_prefix, wait_job_complete
+from fluxnodes import FluxPlane, wait_job_complete
 from kube import wait_until
+from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
 
 pytestmark = pytest.mark.flux
@@ -64,9 +65,7 @@ def trio(
     reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
     if reason:
         pytest.skip(reason)
-    prefix = flux_prefix(toolchain.bin)
-    if prefix is None or not (prefix / "bin" / "flux").exists():
-        pytest.fail(f"no Flux prefix: {toolchain.missing('flux') or 'bin/flux is missing'}")
+    prefix = require_flux(toolchain.bin).parent
     planes: dict[str, FluxPlane] = {}
     try:
         for name in (ROOT, *BURSTS):
