@@ -15,6 +15,8 @@ it, NetworkPolicy and securityContext enforced.
 
 from __future__ import annotations
 
+import base64
+import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +30,8 @@ from fluxnodes import FluxPlane, wait_job_complete
 from kube import condition, job, wait_until
 from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
+
+from flux_minicluster.core import certificate
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = REPO.parent / "shared" / "compat" / "flux-operator-tests"
@@ -76,7 +80,10 @@ def deploy(
     wait: str,
     *,
     create_namespace: bool = True,
+    keygen: str | None = None,
 ) -> Stack:
+    """A stack of ``spec`` on ``plane``: its certificate from config, or, given a ``keygen``
+    strategy, from the keygen Command (the real command provider)."""
     cp = plane.cp
     if not spec["spec"].get("interactive"):
         # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
@@ -87,8 +94,10 @@ def deploy(
         like="local",
         kubeconfig=cp.kubeconfig,
         context=cp.name,
-        curve_cert=new_certificate(spec["metadata"]["name"]),
+        curve_cert=None if keygen else new_certificate(spec["metadata"]["name"]),
     )
+    if keygen:
+        stack.set(f"{PREFIX}:keygen.strategy", keygen)
     stack.set(f"{PREFIX}:cluster.namespace", namespace)
     stack.set(f"{PREFIX}:cluster.createNamespace", "true" if create_namespace else "false")
     stack.set_object(f"{PREFIX}:minicluster", {"spec": spec, "wait": wait})
@@ -134,6 +143,49 @@ def test_operator_spec_completes_with_real_brokers(
     else:
         assert log.strip(), flux_plane.diagnostics(namespace, job_name)
     e2e_report(f"{name}: pulumi up to Job Complete {seconds:.1f}s ({size} brokers)")
+
+
+@pytest.mark.parametrize("strategy", ["flux", "builtin"])
+def test_a_certificate_made_by_the_keygen_command_forms_the_instance(
+    flux_plane: FluxPlane,
+    module_engine: Engine,
+    flux_project: Path,
+    strategy: str,
+    e2e_report: Callable[[str], None],
+) -> None:
+    """The seeds' mechanism end to end: no certificate given, the keygen Command (the real
+    command provider) makes one, and the four brokers of examples/hello-world.yaml join with it:
+    rank 0 runs its command only once every rank is online."""
+    spec = yaml.safe_load((REPO / "examples" / "hello-world.yaml").read_text())
+    name = spec["metadata"]["name"]
+    namespace = f"keygen-{strategy}"
+    stack = deploy(
+        module_engine,
+        flux_project,
+        flux_plane,
+        f"keygen-{strategy}",
+        namespace,
+        spec,
+        "complete",
+        keygen=strategy,
+    )
+    stack.up()
+    live = job(flux_plane.cp, namespace, name)
+    assert condition(live, "Complete") == "True", flux_plane.diagnostics(namespace, name)
+    assert live["status"].get("succeeded") == spec["spec"]["size"]
+    assert log_lines(flux_plane.rank_log(namespace, name)) == ["hello world"] * 4
+    secret = json.loads(
+        flux_plane.cp.kubectl(
+            "-n", namespace, "get", "secret", f"{name}-curve", "-o", "json"
+        ).stdout
+    )
+    made = certificate.parse(base64.b64decode(secret["data"]["curve.cert"]).decode())
+    # flux keygen records its own version in the certificate; the builtin generator does not
+    assert ("keygen.flux-core-version" in dict(made.metadata)) == (strategy == "flux")
+    e2e_report(
+        f"keygen {strategy}: the Command's certificate formed a 4-broker instance "
+        f"({stack.last().seconds:.1f}s to Job Complete)"
+    )
 
 
 def test_restricted_example_runs_under_pod_security_restricted(
