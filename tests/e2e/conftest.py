@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from controlplane import BINARIES, ControlPlane
-from stackrun import Engine, copy_project
+from stackrun import Engine, copy_project, private_tmpdir
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parents[1]
@@ -212,6 +212,7 @@ def pulumi_env(toolchain: Toolchain, tmp_path: Path) -> PulumiEnv:
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_SKIP_CONFIRMATIONS": "true",
             "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+            "TMPDIR": str(private_tmpdir(home)),
         }
     )
     return PulumiEnv(env=env, home=home, backend=backend, python=python)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from fluxnodes import PREFIX_ENV as FLUX_PREFIX_ENV
 from fluxnodes import flux_prefix
-from stackrun import PASSPHRASE
+from stackrun import PASSPHRASE, private_tmpdir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,6 +145,7 @@ class Cli:
                 "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
                 "PULUMI_SKIP_CONFIRMATIONS": "true",
                 "KUBECONFIG": str(kubeconfig) if kubeconfig is not None else os.devnull,
+                "TMPDIR": str(private_tmpdir(home)),
             }
         )
         return cls(cwd=cwd, env=env)

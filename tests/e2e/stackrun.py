@@ -184,9 +184,21 @@ def engine_env(bindir: Path, home: Path, backend: Path) -> dict[str, str]:
             "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
             # No kubeconfig from the environment: every stack names its control plane.
             "KUBECONFIG": os.devnull,
+            "TMPDIR": str(private_tmpdir(home)),
         }
     )
     return env
+
+
+def private_tmpdir(home: Path) -> Path:
+    """A temporary folder for the engine and its plugins, under the run's own home.
+
+    The kubernetes provider copies the kubeconfig it is given into ``$TMPDIR/kubeconfig*`` on
+    every configure and never removes it (pulumi-kubernetes ``writeKubeconfigToFile``): hundreds
+    of files holding a control plane's admin key per e2e run. Here they die with the run."""
+    tmp = home / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return tmp
 
 
 class Stack:
