@@ -23,7 +23,7 @@ from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate
 from flux_minicluster.core.render.manifests import Wait
 from flux_minicluster.core.spec import BurstedCluster
-from flux_minicluster.core.validation import translate_errors
+from flux_minicluster.core.validation import burst_membership_problem, translate_errors
 from flux_minicluster.deploy.keygen import ContainerRuntime, Strategy
 
 PROJECT = "flux-minicluster"
@@ -241,25 +241,23 @@ def _cloud_defaults(mc: MiniClusterDefinition, config: StackConfig) -> MiniClust
 def validate_burst_membership(
     name: str, max_size: int, declared: Sequence[Mapping[str, Any]], root_stack: str
 ) -> None:
-    """A burst cluster must be one the root declared, with the size the root declared."""
-    entry = next((c for c in declared if c.get("name") == name), None)
-    if entry is None:
-        names = ", ".join(str(c.get("name")) for c in declared) or "none"
-        raise SpecError(
-            Problem(
-                f"{PROJECT}:minicluster",
-                f"burst cluster {name!r} is not declared by the root stack {root_stack!r} "
-                f"(it declares: {names}); add it to the root's {PROJECT}:bursting.clusters",
-            )
+    """The core's one rule of burst membership (``validation.burst_membership_problem``) against
+    the clusters a root stack publishes, said as the stack config a user edits."""
+    clusters = [
+        BurstedCluster(name=str(c.get("name")), size=int(c.get("size", 0))) for c in declared
+    ]
+    problem = burst_membership_problem(name, max_size, clusters)
+    if problem is None:
+        return
+    path, message = problem
+    said = f"spec.maxSize {message}" if path else f"the root's bursting.clusters {message}"
+    raise SpecError(
+        Problem(
+            f"{PROJECT}:minicluster",
+            f"burst cluster {name!r} does not fit the root stack {root_stack!r}: {said}; change "
+            f"it, or the root's {PROJECT}:bursting.clusters",
         )
-    if int(entry.get("size", 0)) != max_size:
-        raise SpecError(
-            Problem(
-                f"{PROJECT}:minicluster",
-                f"burst cluster {name!r} has maxSize {max_size} but the root stack "
-                f"{root_stack!r} declares size {int(entry.get('size', 0))}; they must match",
-            )
-        )
+    )
 
 
 def root_definition(
