@@ -58,9 +58,9 @@ def _objects(document: Any) -> list[Any]:
     definition = parse(document)
     mc = plan.build(definition)
     warn(f"MiniCluster {mc.namespace}/{mc.name}", definition)
-    text = mc.spec.flux.curve_cert or certificate.render(
-        certificate.generate(mc.name, mc.names.lead_host)
-    )
+    text, _ = certificate.choose(None, mc.spec.flux.curve_cert)
+    if text is None:
+        text = certificate.render(certificate.generate(mc.name, mc.names.lead_host))
     print(f"rendered MiniCluster {mc.namespace}/{mc.name} to check it", file=sys.stderr)
     return render(mc, text).objects()
 

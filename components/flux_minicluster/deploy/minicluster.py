@@ -103,7 +103,8 @@ class MiniClusterArgs(TypedDict, total=False):
 
     curve_cert: pulumi.Input[str]
     """The curve certificate to use (e.g. a root cluster's, from a StackReference); it wins over
-    ``spec.flux.curveCert`` and keygen. It is checked with Flux's rules before it is deployed."""
+    ``spec.flux.curveCert`` and keygen (``core.certificate.choose``). It is checked with Flux's
+    rules before it is deployed."""
 
     wait: Wait
     """How long ``pulumi up`` waits: ``ready`` (default) until every broker pod of an ephemeral
@@ -466,13 +467,15 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
     except SpecError as err:
         raise err.with_source(_SOURCE) from None
     keygen = settings_from_args(args.get("keygen"), plan)
-    certificate: pulumi.Input[str] | None
-    if curve_cert is not None:
-        certificate, source = curve_cert, "the curve_cert argument"
-    elif definition.spec.flux.curve_cert is not None:
-        certificate, source = definition.spec.flux.curve_cert, "spec.flux.curveCert"
-    else:
-        certificate, source = None, f"the keygen Command (strategy {keygen.strategy!r})"
+    choice: tuple[pulumi.Input[str] | None, certificates.CertificateSource] = certificates.choose(
+        curve_cert, definition.spec.flux.curve_cert
+    )
+    certificate, chosen = choice
+    source = {
+        certificates.CertificateSource.GIVEN: "the curve_cert argument",
+        certificates.CertificateSource.SPEC: "spec.flux.curveCert",
+        certificates.CertificateSource.NEW: f"the keygen Command (strategy {keygen.strategy!r})",
+    }[chosen]
     return Prepared(
         plan=plan,
         rendering=rendering,
