@@ -48,8 +48,9 @@ from pulumi_policy.proxy import (  # noqa: E402
 
 from flux_minicluster.core import labels as lbl  # noqa: E402
 from flux_minicluster.core import layout  # noqa: E402
+from flux_minicluster.core import stackoutputs as so  # noqa: E402
 from flux_minicluster.core.errors import SpecError  # noqa: E402
-from flux_minicluster.policy import checker, stackref  # noqa: E402
+from flux_minicluster.policy import checker  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
 from flux_minicluster.policy.model import Manifest  # noqa: E402
 from flux_minicluster.policy.resource_rules import SOURCE_RANGES_ANNOTATION  # noqa: E402
@@ -981,17 +982,11 @@ def test_stack_reference_manifest() -> None:
 
 
 def test_the_rules_read_only_outputs_the_root_program_exports() -> None:
+    from flux_minicluster.core.stackoutputs import ROOT_OUTPUTS, stack_output_name
     from flux_minicluster.deploy.minicluster import OUTPUTS
-    from flux_minicluster.deploy.program import ROOT_OUTPUTS, output_name
 
-    exported = {*ROOT_OUTPUTS, *(output_name(o) for o in OUTPUTS)}
-    read = {
-        stackref.LEAD_NAME,
-        stackref.HOSTLIST,
-        stackref.LEAD_BROKER_ADDRESS,
-        stackref.CURVE_PUBLIC_KEY,
-        stackref.CURVE_CERT,
-    }
+    exported = {*ROOT_OUTPUTS, *(stack_output_name(o) for o in OUTPUTS)}
+    read = {so.LEAD_NAME, so.HOSTLIST, so.LEAD_BROKER_ADDRESS, so.CURVE_PUBLIC_KEY, so.CURVE_CERT}
     assert read <= exported
     assert set(root_outputs()) <= exported
 

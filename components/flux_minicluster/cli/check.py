@@ -17,6 +17,7 @@ from typing import Any
 
 from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, plan
+from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import render
@@ -79,7 +80,7 @@ def _render_stacks(stacks: list[str]) -> list[Any]:
             continue
         print(f"rendered stack {stack} offline", file=sys.stderr)
         out += rendering.objects
-        root = rendering.outputs.get("rootStack")
+        root = rendering.outputs.get(so.ROOT_STACK)
         if isinstance(root, str):
             root_name = root.rsplit("/", 1)[-1]
             if root_name not in wanted and root_name in rendered:

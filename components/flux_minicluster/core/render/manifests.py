@@ -46,10 +46,12 @@ from flux_minicluster.core.render import credentials, kube, meta, network, pod, 
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 __all__ = [
+    "APPLY_ORDER",
     "WAIT_MODES",
     "Manifest",
     "Rendering",
     "Wait",
+    "apply_order",
     "await_annotations",
     "broker_config_hash",
     "kubernetes_order",
@@ -63,6 +65,26 @@ __all__ = [
 Manifest = dict[str, Any]
 Wait = Literal["none", "ready", "complete"]
 WAIT_MODES: Final[tuple[str, ...]] = get_args(Wait)
+# The order objects are applied in, by kind (kubectl applies a folder's files in name order, and
+# ``render`` numbers them): what others refer to comes first, the Job, which mounts and names the
+# rest, last. A PersistentVolume and its claim share a step: each volume is followed by its claim.
+APPLY_ORDER: Final[tuple[tuple[str, ...], ...]] = (
+    ("Namespace",),
+    ("ServiceAccount",),
+    ("ConfigMap",),
+    ("Secret",),
+    ("PersistentVolume", "PersistentVolumeClaim"),
+    ("NetworkPolicy",),
+    ("Pod",),
+    ("Service",),
+    ("Job",),
+)
+_STEP: Final = {kind: step for step, kinds in enumerate(APPLY_ORDER) for kind in kinds}
+
+
+def apply_order(manifest: Mapping[str, Any]) -> int:
+    """The step of ``APPLY_ORDER`` an object is applied in (an unknown kind: after every one)."""
+    return _STEP.get(str(manifest.get("kind", "")), len(APPLY_ORDER))
 
 
 # --- shared pieces --------------------------------------------------------------------------
@@ -371,8 +393,9 @@ class Rendering:
     job: Manifest
 
     def objects(self) -> list[Manifest]:
-        """Every object, in creation order (the Job last: it mounts what comes before it)."""
-        return list(self._in_order())
+        """Every object, in creation order (``APPLY_ORDER``; the Job last: it mounts what comes
+        before it)."""
+        return sorted(self._in_order(), key=apply_order)
 
     def _in_order(self) -> Iterator[Manifest]:
         yield self.entrypoint
