@@ -192,7 +192,7 @@ def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
     certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
     apart from its root, and warn when a root is rendered apart from its bursts."""
     from flux_minicluster.deploy import stackrender
-    from flux_minicluster.deploy.stackconfig import PROJECT
+    from flux_minicluster.deploy.stackconfig import PROJECT, ROLE_ROOT
 
     wanted = set(stacks)
     for stack in stacks:
@@ -210,7 +210,7 @@ def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
                 source=f"stack {stack}",
             )
         bursting = config.get(f"{PROJECT}:bursting")
-        if isinstance(bursting, dict) and bursting.get("role") == "root":
+        if isinstance(bursting, dict) and bursting.get("role") == ROLE_ROOT:
             apart = [
                 str(c.get("name"))
                 for c in bursting.get("clusters") or []

@@ -22,6 +22,7 @@ from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
+    DEFAULT_RESTFUL_USER,
     BurstedCluster,
     Container,
     FluxBroker,
@@ -210,6 +211,21 @@ class MiniClusterPlan:
         """The Flux RESTful API server rank 0 runs (v1alpha1 with no command and not
         interactive); None for every other MiniCluster."""
         return self.spec.flux_restful if self.mode is Mode.RESTFUL else None
+
+    @property
+    def makes_munge_secret(self) -> bool:
+        """Whether the MiniCluster makes the munge key's Secret (multi-user mode without the
+        spec's own ``flux.mungeSecret``) rather than mounting one the user made."""
+        return self.munge_secret is not None and self.munge_secret == self.names.munge_secret
+
+    @property
+    def restful_user(self) -> str | None:
+        """The RESTful API's user (v1alpha1's FLUX_USER, ``flux`` unless the spec names one);
+        None without the server."""
+        restful = self.restful
+        if restful is None:
+            return None
+        return restful.username or DEFAULT_RESTFUL_USER
 
     @property
     def lead_broker(self) -> FluxBroker | None:

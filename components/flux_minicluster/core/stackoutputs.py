@@ -23,6 +23,7 @@ __all__ = [
     "LEAD_SIZE",
     "ROOT_OUTPUTS",
     "ROOT_STACK",
+    "STACK_REFERENCE_TYPE",
     "stack_output_name",
 ]
 
@@ -63,6 +64,9 @@ ROOT_OUTPUTS: Final = (
     CURVE_CERT,
 )
 """Every output a burst stack reads from its root through a StackReference."""
+
+STACK_REFERENCE_TYPE: Final = "pulumi:pulumi:StackReference"
+"""Pulumi's resource type of a StackReference, through which a burst reads these outputs."""
 
 # What a burst adds.
 ROOT_STACK: Final = "rootStack"

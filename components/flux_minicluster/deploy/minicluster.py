@@ -103,8 +103,7 @@ class MiniClusterArgs(TypedDict, total=False):
 
     curve_cert: pulumi.Input[str]
     """The curve certificate to use (e.g. a root cluster's, from a StackReference); it wins over
-    ``spec.flux.curveCert`` and keygen (``core.certificate.choose``). It is checked with Flux's
-    rules before it is deployed."""
+    ``spec.flux.curveCert`` and keygen. It is checked with Flux's rules before it is deployed."""
 
     wait: Wait
     """How long ``pulumi up`` waits: ``ready`` (default) until every broker pod of an ephemeral
@@ -355,9 +354,7 @@ def _restful_outputs(
     )
     return {
         "restful_url": pulumi.Output.from_input(url),
-        "restful_user": pulumi.Output.from_input(
-            restful.username or credentials.DEFAULT_RESTFUL_USER
-        ),
+        "restful_user": pulumi.Output.from_input(plan.restful_user),
         "restful_token": pulumi.Output.secret(token),
         "restful_secret_key": pulumi.Output.secret(secret_key),
     }

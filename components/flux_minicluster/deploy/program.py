@@ -63,14 +63,14 @@ def main(project_root: Path | None = None) -> None:
     role = config.bursting.role
     reference: pulumi.StackReference | None = None
     gate: pulumi.Output[Any] | None = None
-    if role == "burst":
+    if role == stackconfig.ROLE_BURST:
         definition = stackconfig.burst_definition(definition)
         root_stack = config.bursting.root_stack
         assert root_stack is not None
         reference = pulumi.StackReference(f"{pulumi.get_stack()}-root", stack_name=root_stack)
         group = _checked_group(reference, definition, root_stack)
         gate = group
-    elif role == "root":
+    elif role == stackconfig.ROLE_ROOT:
         definition = stackconfig.root_definition(definition, config.bursting.clusters)
 
     opts = pulumi.ResourceOptions(provider=provider)
@@ -106,7 +106,7 @@ def main(project_root: Path | None = None) -> None:
         if attribute.startswith("restful_") and cluster.plan.restful is None:
             continue  # only a v1alpha1 cluster without a command serves the RESTful API
         pulumi.export(so.stack_output_name(attribute), getattr(cluster, attribute))
-    if role == "root":
+    if role == stackconfig.ROLE_ROOT:
         _root_exports(config, cluster, child_opts)
     if config.bursting.root_stack is not None:
         pulumi.export(so.ROOT_STACK, config.bursting.root_stack)

@@ -186,7 +186,7 @@ def cluster_notes(config: stackconfig.StackConfig) -> list[str]:
 def root_of(config: Mapping[str, Any]) -> str | None:
     """The root stack a burst stack names (``organization/<project>/<stack>``), if any."""
     bursting = config.get(f"{PROJECT}:bursting")
-    if isinstance(bursting, Mapping) and bursting.get("role") == "burst":
+    if isinstance(bursting, Mapping) and bursting.get("role") == stackconfig.ROLE_BURST:
         root = bursting.get("rootStack")
         if isinstance(root, str) and root:
             return root

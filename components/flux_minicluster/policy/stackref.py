@@ -31,15 +31,12 @@ from flux_minicluster.policy.model import Manifest
 
 __all__ = [
     "KIND",
-    "TYPE_TOKEN",
     "is_stack_reference",
     "lead_name",
     "outputs_of",
     "stack_reference_manifest",
 ]
 
-TYPE_TOKEN: Final = "pulumi:pulumi:StackReference"
-"""Pulumi's resource type of a StackReference."""
 KIND: Final = "StackReference"
 """The ``kind`` of the manifest that stands for a StackReference."""
 
