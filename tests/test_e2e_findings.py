@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.deploy import stackconfig
-from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
 CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from corpus import EXAMPLES, spec_files
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import certificate, layout, placeholders
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
@@ -24,7 +25,6 @@ from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_one, parse
 from flux_minicluster.core.render.manifests import lead_service, to_yaml
-from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = ("1.29", "1.34")

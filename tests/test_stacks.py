@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster import kubecheck
 from flux_minicluster.cli.demo import schema_problems
 from flux_minicluster.core import hostlist, labels, layout
 from flux_minicluster.core.errors import SpecError
@@ -20,7 +21,7 @@ from flux_minicluster.deploy.recorder import (
     run_program,
 )
 from flux_minicluster.deploy.stackconfig import PROJECT
-from flux_minicluster.policy import checker, kubecheck
+from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(
