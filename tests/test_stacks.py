@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from flux_minicluster import kubecheck
 from flux_minicluster.cli.demo import schema_problems
@@ -348,3 +349,35 @@ def test_a_roots_lead_keeps_the_bursts_source_address(cloud: str) -> None:
     ]
     admitted = [b["ipBlock"]["cidr"] for b in policy["spec"]["ingress"][0]["from"]]
     assert admitted == lead["spec"]["loadBalancerSourceRanges"]
+
+
+def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_path: Path) -> None:
+    """`minicluster render FILE` and `pulumi up -s local` of the same spec: the same objects,
+    but for what only Pulumi reads, which the deploy layer adds (``deploy.awaiting``), and the
+    Namespace the stack creates."""
+    from flux_minicluster.cli.render import render_file
+    from flux_minicluster.deploy.awaiting import DEPLOY_ANNOTATIONS
+
+    cert = ROOT / "tests" / "golden" / "fixed-curve.cert"
+    stack = stackrender.render_stack(PROJECT_HERE, "local", curve_cert=cert.read_text())
+    # The stack's namespace (cluster.namespace) in the file, as a user rendering it would.
+    document = yaml.safe_load((ROOT / "examples" / "hello-world.yaml").read_text())
+    document["metadata"]["namespace"] = "flux-local"
+    (tmp_path / "mc.yaml").write_text(yaml.safe_dump(document))
+    by_file = render_file(str(tmp_path / "mc.yaml"), curve_cert=cert)
+    added: dict[str, set[str]] = {}
+    objects = []
+    for obj in stack.objects:
+        if obj["kind"] == "Namespace":
+            continue
+        obj = copy.deepcopy(obj)
+        annotations = obj["metadata"].get("annotations") or {}
+        for key in DEPLOY_ANNOTATIONS:
+            if key in annotations:
+                added.setdefault(obj["kind"], set()).add(key)
+                del annotations[key]
+        objects.append(obj)
+    key = stackrender.apply_order
+    assert sorted(objects, key=key) == sorted(by_file, key=key)
+    assert added  # the Job's, for `wait: ready`
+    assert set(added) == {"Job"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 from flux_minicluster.cli.notices import warn
@@ -22,6 +23,7 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.spec import KIND
+from flux_minicluster.deploy import awaiting
 from flux_minicluster.policy import checker
 
 
@@ -63,7 +65,10 @@ def _objects(document: Any) -> list[Any]:
     if text is None:
         text = certificate.render(certificate.generate(mc.name, mc.names.lead_host))
     print(f"rendered MiniCluster {mc.namespace}/{mc.name} to check it", file=sys.stderr)
-    return render(mc, text).objects()
+    # As the component registers it (the rules are the policy pack's): with the deploy
+    # annotations of its default wait.
+    rendering = render(mc, text)
+    return replace(rendering, job=awaiting.registered_job(mc, rendering.job, "ready")).objects()
 
 
 def _render_stacks(stacks: list[str]) -> list[Any]:

@@ -11,10 +11,9 @@ lead filled in from Outputs. It adds lifecycle rules only Pulumi can express:
   a pod template change replaces the Job deliberately instead of failing on an immutable field;
 * a resize within ``maxSize`` never replaces the Job. pulumi-kubernetes replaces a Job whose
   ``parallelism``/``completions`` change, so the Job ignores those fields after creation and a
-  ``JobPatch`` (``<resource>-size``) owns them: it sets both to ``size`` with server-side apply.
-  The size-dependent readiness gate (``waitFor: .status.ready=<size>``) moves from the Job to that
-  patch too: left on the Job, a resize would update the Job and wait for pods that only the
-  patch, which runs after the Job, can create;
+  ``JobPatch`` (``<resource>-size``) owns them: it sets both to ``size`` with server-side apply;
+* how long ``pulumi up`` waits is said by annotations only Pulumi reads, which the core does not
+  render: ``deploy.awaiting`` adds them here, the only place;
 * the curve certificate is a secret from end to end: it is never a component input, and the
   Secret's data is a secret Output.
 """
@@ -34,15 +33,15 @@ from pulumi_command import local
 
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import documents, placeholders
-from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
 from flux_minicluster.core.render import credentials
-from flux_minicluster.core.render.manifests import WAIT_MODES, Rendering, Wait, render
+from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import burstgroup, outputs, resources
+from flux_minicluster.deploy import awaiting, burstgroup, outputs, resources
+from flux_minicluster.deploy.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.children import MiniClusterResources
 from flux_minicluster.deploy.keygen import (
@@ -54,7 +53,6 @@ from flux_minicluster.deploy.keygen import (
 from flux_minicluster.deploy.published import OUTPUTS, MiniClusterOutputs
 
 __all__ = [
-    "JOB_HASH_ANNOTATION",
     "JOB_IGNORE_CHANGES",
     "OUTPUTS",
     "TYPE",
@@ -63,23 +61,11 @@ __all__ = [
     "MiniClusterResources",
     "Prepared",
     "expand",
-    "job_registration",
     "prepare",
 ]
 
 TYPE: Final = "minicluster:index:MiniCluster"
-# On the JobPatch (and so on the live Job): a digest of the Job as registered, without its size.
-# It changes exactly when the Job is replaced or updated, which makes the patch apply again to
-# the new Job; the patch would otherwise be left unchanged and the new Job keep its first size.
-JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
-PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
-# On a Job that skips awaiting: pulumi-kubernetes then also skips waiting for its deletion
-# (metadata.allowsSkipAwaitWithDelete), so a replacement (delete-before-replace, a fixed name)
-# would apply the new Job to the old one while its foreground deletion runs: a field conflict,
-# or a "new" Job that disappears with the old one (found by tests/e2e/test_local_stack.py). With
-# background propagation the old Job object goes at once and its pods after it.
-DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
 _SOURCE: Final = "MiniClusterArgs"
 R = TypeVar("R", bound=pulumi.CustomResource)
 
@@ -171,6 +157,7 @@ class Prepared:
     plan: plans.MiniClusterPlan
     rendering: Rendering
     keygen: KeygenSettings
+    wait: Wait
     certificate: pulumi.Input[str] | None  # None: the keygen Command makes one
     certificate_source: str
     lead_broker: pulumi.Input[str] | None
@@ -196,7 +183,7 @@ def expand(
         pulumi.log.warn(str(warning), resource=component)
     lead = _lead(prepared, secrets)
     replacements = {**secrets, **lead.replacements}
-    children = _register(resource_name, prepared.plan, lead, replacements, parent, keygen)
+    children = _register(resource_name, prepared, lead, replacements, parent, keygen)
     _publish(component, prepared.plan, children, lead, replacements)
     return children
 
@@ -287,13 +274,14 @@ def _lead(prepared: Prepared, secrets: Mapping[str, pulumi.Output[str]]) -> _Lea
 
 def _register(
     resource_name: str,
-    plan: plans.MiniClusterPlan,
+    prepared: Prepared,
     lead: _Lead,
     replacements: Mapping[str, pulumi.Output[str]],
     parent: _Parent,
     keygen: local.Command | None,
 ) -> MiniClusterResources:
     """Every rendered object as its typed resource, in creation order, then the size patch."""
+    plan = prepared.plan
     rendering = lead.rendering
     before_job: list[pulumi.Resource] = [] if keygen is None else [keygen]
 
@@ -333,7 +321,9 @@ def _register(
     services_service = maybe(k8s.core.v1.Service, rendering.services_service)
     sidecars = tuple(child(k8s.core.v1.Service, m) for m in rendering.sidecar_services)
     restful_service = maybe(k8s.core.v1.Service, rendering.restful_service)
-    job, size_patch = _job(resource_name, plan, rendering, replacements, parent, lead, before_job)
+    job, size_patch = _job(
+        resource_name, prepared, rendering, replacements, parent, lead, before_job
+    )
     return MiniClusterResources(
         job=job,
         headless_service=headless_service,
@@ -353,7 +343,7 @@ def _register(
 
 def _job(
     resource_name: str,
-    plan: plans.MiniClusterPlan,
+    prepared: Prepared,
     rendering: Rendering,
     replacements: Mapping[str, pulumi.Output[str]],
     parent: _Parent,
@@ -361,7 +351,8 @@ def _job(
     before_job: list[pulumi.Resource],
 ) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch]:
     """The Job, after every other child, and the JobPatch that owns its size."""
-    job_registered, patch_await = job_registration(rendering.job)
+    plan = prepared.plan
+    job_registered = awaiting.registered_job(plan, rendering.job, prepared.wait)
     job = resources.register_as(
         k8s.batch.v1.Job,
         resource_name,
@@ -381,10 +372,12 @@ def _job(
             "name": plan.names.cluster,
             "namespace": plan.namespace,
             "annotations": {
-                PATCH_FORCE_ANNOTATION: "true",
+                awaiting.PATCH_FORCE_ANNOTATION: "true",
                 # An Output: a burst's Job holds text that is known once its root's is.
-                JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(_job_hash),
-                **patch_await,
+                awaiting.JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(
+                    _job_hash
+                ),
+                **awaiting.patch_await_annotations(plan, prepared.wait),
             },
         },
         spec={"parallelism": size, "completions": size},
@@ -465,30 +458,6 @@ def _restful_outputs(
     }
 
 
-def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The rendered Job as the component registers it, and the await annotations of its JobPatch.
-
-    A ``waitFor`` (it names the size) moves to the JobPatch and the Job gets ``skipAwait`` in its
-    place. A Job without ``waitFor`` keeps its await annotations and the patch skips awaiting: the
-    Job itself already waited (or skips). A Job that skips awaiting is deleted with background
-    propagation (``DELETION_PROPAGATION_ANNOTATION``); everything else is the rendered Job.
-    """
-    metadata = dict(job["metadata"])
-    annotations = dict(metadata.get("annotations") or {})
-    wait_for = annotations.pop(lbl.WAIT_FOR_ANNOTATION, None)
-    patch_await = (
-        {lbl.SKIP_AWAIT_ANNOTATION: "true"}
-        if wait_for is None
-        else {lbl.WAIT_FOR_ANNOTATION: wait_for}
-    )
-    if wait_for is not None:
-        annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
-    if annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true":
-        annotations[DELETION_PROPAGATION_ANNOTATION] = "background"
-    metadata["annotations"] = annotations
-    return {**job, "metadata": metadata}, patch_await
-
-
 def _job_hash(job: Mapping[str, Any]) -> str:
     spec = {k: v for k, v in job["spec"].items() if k not in ("parallelism", "completions")}
     canonical = json.dumps({**job, "spec": spec}, sort_keys=True, separators=(",", ":"))
@@ -560,7 +529,6 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         rendering = render(
             plan,
             None,
-            wait=wait,
             network_policy=bool(args.get("network_policy", True)),
             lead_source_ranges=list(args.get("lead_source_ranges") or ()),
         )
@@ -580,6 +548,7 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         plan=plan,
         rendering=rendering,
         keygen=keygen,
+        wait=wait,
         certificate=certificate,
         certificate_source=source,
         lead_broker=lead_broker,

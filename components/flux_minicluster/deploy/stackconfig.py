@@ -22,9 +22,9 @@ from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate
 from flux_minicluster.core.plan import Role
-from flux_minicluster.core.render.manifests import Wait
 from flux_minicluster.core.spec import BurstedCluster
 from flux_minicluster.core.validation import burst_membership_problem, translate_errors
+from flux_minicluster.deploy.awaiting import Wait
 from flux_minicluster.deploy.keygen import ContainerRuntime, Strategy
 
 PROJECT = "flux-minicluster"

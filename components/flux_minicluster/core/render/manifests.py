@@ -22,8 +22,6 @@ Improvements over the operator, each deliberate:
 * with ``flux.minimalService`` the Service stays headless (only a headless Service gives
   ``<name>-0.<service>`` its DNS record) and selects rank 0 by the Job controller's
   ``batch.kubernetes.io/job-completion-index`` label, which needs no pod patching;
-* the Job carries Pulumi's await annotations, so ``pulumi up`` neither hangs on a cluster that
-  never completes nor returns before an ephemeral one is up (see ``await_annotations``);
 * ``cleanup: true`` becomes ``ttlSecondsAfterFinished: 0`` (the operator deletes itself).
 """
 
@@ -33,7 +31,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 import yaml
 
@@ -47,12 +45,9 @@ from flux_minicluster.core.render.scripts import entrypoint_data
 
 __all__ = [
     "APPLY_ORDER",
-    "WAIT_MODES",
     "Manifest",
     "Rendering",
-    "Wait",
     "apply_order",
-    "await_annotations",
     "broker_config_hash",
     "kubernetes_order",
     "lead_service",
@@ -63,8 +58,6 @@ __all__ = [
 ]
 
 Manifest = dict[str, Any]
-Wait = Literal["none", "ready", "complete"]
-WAIT_MODES: Final[tuple[str, ...]] = get_args(Wait)
 # The order objects are applied in, by kind (kubectl applies a folder's files in name order, and
 # ``render`` numbers them): what others refer to comes first, the Job, which mounts and names the
 # rest, last. A PersistentVolume and its claim share a step: each volume is followed by its claim.
@@ -96,25 +89,6 @@ def _burst_labels(plan: MiniClusterPlan) -> dict[str, str]:
     if plan.burst_group is not None:
         labels[lbl.BURST_GROUP_LABEL] = plan.burst_group
     return labels
-
-
-def await_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
-    """How long ``pulumi up`` waits for the Job.
-
-    * a persistent cluster never completes, and Pulumi's default Job await waits for completion,
-      so it is skipped whatever ``wait`` says;
-    * ``ready``: wait until every broker pod is Ready (``.status.ready`` counts them), which is
-      when the cluster can take work; the Job may run on long after ``pulumi up`` returns;
-    * ``complete``: Pulumi's default Job await, which waits for the Job to finish;
-    * ``none``: register the Job and move on.
-    """
-    if wait not in WAIT_MODES:
-        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
-    if plan.persistent or wait == "none":
-        return {lbl.SKIP_AWAIT_ANNOTATION: "true"}
-    if wait == "ready":
-        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}"}
-    return {}
 
 
 def _broker_port() -> dict[str, Any]:
@@ -313,16 +287,13 @@ def broker_config_hash(broker_toml: str, hostlist: str, lead_address: str | None
     return digest.hexdigest()[:16]
 
 
-def _job(
-    plan: MiniClusterPlan, data: dict[str, str], wait: Wait, public_key: str
-) -> dict[str, Any]:
+def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[str, Any]:
     entrypoint_keys = list(data)
     s = plan.spec
     annotations = {
         lbl.MAX_SIZE_ANNOTATION: str(s.max_size),
         lbl.LIFECYCLE_ANNOTATION: "persistent" if plan.persistent else "ephemeral",
         lbl.ROLE_ANNOTATION: plan.role.value,
-        **await_annotations(plan, wait),
     }
     # The certificate's public key on the pod template: a new certificate (a rotation) changes
     # the template, so every broker restarts with it together instead of a restarted pod holding
@@ -419,7 +390,6 @@ def render(
     plan: MiniClusterPlan,
     certificate: str | None = None,
     *,
-    wait: Wait = "ready",
     network_policy: bool = True,
     lead_source_ranges: Sequence[str] = (),
 ) -> Rendering:
@@ -433,10 +403,9 @@ def render(
     the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and
     ``placeholders.CURVE_PUBLIC_KEY`` instead, to be replaced before registration. A spec's
     ``flux.curveCert`` is not picked up here: the caller passes it, so that where a secret comes
-    from is always decided in one place.
+    from is always decided in one place. The objects carry no Pulumi annotations: the deploy
+    layer adds what Pulumi needs (``deploy.awaiting``).
     """
-    if wait not in WAIT_MODES:
-        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
     data = entrypoint_data(plan)
     text, public_key = _certificate(certificate)
     services = bool(plan.spec.services)
@@ -466,7 +435,7 @@ def render(
         restful_service=(
             _restful_service(plan, plan.restful.port) if plan.restful is not None else None
         ),
-        job=_job(plan, data, wait, public_key),
+        job=_job(plan, data, public_key),
     )
     if problems := size_problems(rendering):
         raise SpecError(problems)
