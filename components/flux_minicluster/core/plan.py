@@ -12,6 +12,7 @@ renderer's job (``render``), done once per plan.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ __all__ = [
     "Role",
     "build",
     "group_host_entries",
+    "with_burst_group",
 ]
 
 
@@ -460,6 +462,21 @@ def group_host_entries(
         rest = f"[1-{lead.size - 1}]" if lead.size > 2 else "[1]"
         entries.append(HostEntry(f"{lead.name}-{rest}"))
     return entries + _cluster_entries(clusters, default_size)
+
+
+def with_burst_group(
+    plan: MiniClusterPlan, lead: FluxBroker, clusters: Sequence[BurstedCluster]
+) -> MiniClusterPlan:
+    """A bursted cluster's plan once its group is known (a burst stack reads it from its root's
+    outputs when it deploys): the group's rank order and hostlist, and the lead's name as the
+    group, in place of the ones planned with placeholders."""
+    entries = tuple(group_host_entries(lead, clusters, plan.spec.size))
+    return dataclasses.replace(
+        plan,
+        host_entries=entries,
+        hostlist=",".join(entry.host for entry in entries),
+        burst_group=lead.name,
+    )
 
 
 def _lead_entry(lead: FluxBroker) -> HostEntry:

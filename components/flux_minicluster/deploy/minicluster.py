@@ -266,7 +266,7 @@ def _lead(prepared: Prepared, secrets: Mapping[str, pulumi.Output[str]]) -> _Lea
     if prepared.burst_group is None:
         hostlist = outputs.substitute(plan.hostlist, {**secrets, **replacements})
         return _Lead(prepared.rendering, hostlist, address, None, replacements)
-    group = burstgroup.resolve(plan, prepared.rendering, prepared.burst_group, address)
+    group = burstgroup.resolve(plan, prepared.burst_group, address)
     replacements[placeholders.LEAD_NAME] = group.lead_name
     rendering = burstgroup.apply(prepared.rendering, group)
     return _Lead(rendering, group.hostlist, address, group.hostlist, replacements)
