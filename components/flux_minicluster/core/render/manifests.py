@@ -6,14 +6,24 @@ exactly these objects (camelCase dicts are what the typed pulumi_kubernetes clas
 data (no Pulumi types, ints as ints), and the same spec always gives the same bytes: a byte that
 changes in a pod template replaces the Job.
 
-The order is the operator's, with the certificate moved out of the ConfigMap into a Secret:
+The order is the operator's, with the certificate moved out of the ConfigMap into a Secret
+(``Rendering`` has a field for each; ``APPLY_ORDER`` is the order by kind):
 
 1. ConfigMap ``<name>-entrypoint`` (scripts, broker.toml, hostlist);
-2. Secret ``<name>-curve`` (the CURVE certificate; the operator keeps it in the ConfigMap);
-3. Pod ``<name>-services`` when ``spec.services`` is set;
-4. the headless Service ``<headlessName>``;
-5. a ClusterIP Service per sidecar container with ports;
-6. the Indexed Job ``<name>``.
+2. Secret ``<name>-curve`` (the CURVE certificate; the operator keeps it in the ConfigMap), unless
+   the spec mounts its own (v1alpha1's ``curveCertSecret``);
+3. v1alpha1: the Secrets of the RESTful server, the users' passwords and the munge key;
+4. v1alpha1's operator-made volumes: each PersistentVolume, then its claim;
+5. the NetworkPolicies: the brokers' mesh, and a bursting root's lead (unless opted out);
+6. Pod ``<name>-services`` when ``spec.services`` is set;
+7. the headless Service ``<headlessName>``;
+8. with ``minimalService`` and services, the headless Service that names the services Pod;
+9. a ClusterIP Service per sidecar container with ports;
+10. v1alpha1: the Service to rank 0's RESTful API server;
+11. the Indexed Job ``<name>``.
+
+A bursting root's lead Service is the stack's to create (``lead_service``), with the exposure
+the stack chooses.
 
 Improvements over the operator, each deliberate:
 
