@@ -52,6 +52,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent / "components")
 if _PACKAGE_ROOT not in sys.path:
     sys.path.insert(0, _PACKAGE_ROOT)
 
+from flux_minicluster.core import stackoutputs  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
 from flux_minicluster.policy import stackref  # noqa: E402
 from flux_minicluster.policy.model import Manifest, Rule  # noqa: E402
@@ -159,7 +160,7 @@ def to_manifest(resource_type: str, props: Mapping[str, Any]) -> Manifest | None
     ``stackref.stack_reference_manifest`` builds, with its outputs read lazily: an output that is
     not known yet raises only when a rule reads it.
     """
-    if resource_type == stackref.TYPE_TOKEN:
+    if resource_type == stackoutputs.STACK_REFERENCE_TYPE:
         return _stack_reference(props)
     parsed = mf.parse_type_token(resource_type)
     if parsed is None:

@@ -7,6 +7,7 @@ Stack per run: ``set_mocks`` is process-global, and no run may see another's res
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -17,7 +18,10 @@ import pytest
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.loading import load_one, parse
-from flux_minicluster.core.render.manifests import Wait, lead_service, render
+from flux_minicluster.core.render.manifests import lead_service, render
+
+if TYPE_CHECKING:
+    from flux_minicluster.deploy.awaiting import Wait
 
 if TYPE_CHECKING:
     from flux_minicluster.deploy.recorder import ProgramRun
@@ -61,17 +65,28 @@ def build() -> Callable[..., plans.MiniClusterPlan]:
 def rendered(curve_cert: str) -> Callable[..., list[Manifest]]:
     """``rendered(source, certificate=, wait=)``: every object of a MiniCluster file, definition
     or plan, with the golden certificate (``None``: placeholders), plus a bursting root's lead
-    Service. Files are read and rendered once per session."""
+    Service. As the core renders it, or with ``wait`` as the component registers it: with the
+    deploy layer's annotations (``deploy.awaiting``), which the policy pack sees. Files are read
+    and rendered once per session."""
 
     @functools.cache
-    def of_file(path: Path, certificate: str | None, wait: Wait) -> tuple[Manifest, ...]:
+    def of_file(path: Path, certificate: str | None, wait: Wait | None) -> tuple[Manifest, ...]:
         return tuple(objects(load_one(path), certificate, wait))
 
     def objects(
-        source: MiniClusterDefinition | plans.MiniClusterPlan, certificate: str | None, wait: Wait
+        source: MiniClusterDefinition | plans.MiniClusterPlan,
+        certificate: str | None,
+        wait: Wait | None,
     ) -> list[Manifest]:
         plan = plans.build(source) if isinstance(source, MiniClusterDefinition) else source
-        out = render(plan, certificate, wait=wait).objects()
+        rendering = render(plan, certificate)
+        if wait is not None:
+            from flux_minicluster.deploy.awaiting import registered_job
+
+            rendering = dataclasses.replace(
+                rendering, job=registered_job(plan, rendering.job, wait)
+            )
+        out = rendering.objects()
         if plan.role is plans.Role.ROOT:
             out.append(lead_service(plan))
         return out
@@ -80,7 +95,7 @@ def rendered(curve_cert: str) -> Callable[..., list[Manifest]]:
         source: Path | MiniClusterDefinition | plans.MiniClusterPlan,
         *,
         certificate: str | None = curve_cert,
-        wait: Wait = "ready",
+        wait: Wait | None = None,
     ) -> list[Manifest]:
         if isinstance(source, Path):
             return copy.deepcopy(list(of_file(source, certificate, wait)))

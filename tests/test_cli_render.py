@@ -61,6 +61,22 @@ def test_namespace_option_and_a_spec_certificate(tmp_path: Path) -> None:
     assert "generated" not in result.stderr
 
 
+def test_the_curve_cert_option_wins_over_the_spec_certificate(tmp_path: Path) -> None:
+    # The one precedence (core.certificate.choose), as the component's curve_cert argument.
+    in_spec = certificate.render(certificate.generate("flux-cert", "mc-0"))
+    given = certificate.render(certificate.generate("flux-given", "mc-0"))
+    (tmp_path / "given.cert").write_text(given)
+    spec = {
+        "flux": {"curveCert": in_spec},
+        "containers": [{"image": "ubuntu:24.04", "command": "echo hi"}],
+    }
+    (tmp_path / "mc.yaml").write_text(yaml.safe_dump(spec))
+    result = run("mc.yaml", "--name", "mc", "--curve-cert", "given.cert", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (secret,) = [d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "Secret"]
+    assert secret["stringData"][layout.CURVE_FILE] == given
+
+
 def test_output_dir_writes_one_numbered_file_per_object(tmp_path: Path) -> None:
     out = tmp_path / "manifests"
     result = run(str(HELLO), "--output-dir", str(out))

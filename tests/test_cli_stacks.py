@@ -23,8 +23,8 @@ def _burst_name(config: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("edit", "fragment"),
     [
-        (_burst_size, "'eks-burst' has maxSize 3 but the root stack"),
-        (_burst_name, "'gcp-burst' is not declared by the root stack"),
+        (_burst_size, "spec.maxSize 3 is larger than the 2 hosts the lead declares"),
+        (_burst_name, "must list this bursted cluster ('gcp-burst')"),
     ],
 )
 @pytest.mark.parametrize("command", ["render", "check"])

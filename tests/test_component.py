@@ -28,9 +28,8 @@ from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse as parse_definition
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.deploy.awaiting import JOB_HASH_ANNOTATION, job_annotations
 from flux_minicluster.deploy.minicluster import (
-    DELETION_PROPAGATION_ANNOTATION,
-    JOB_HASH_ANNOTATION,
     JOB_IGNORE_CHANGES,
     OUTPUTS,
     TYPE,
@@ -104,18 +103,15 @@ def by_kind(run: ProgramRun[Any], kind: str) -> RecordedResource:
     return found
 
 
-def expected_registration(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
-    """The rendered objects as the component must register them: the documented changes are
-    that a Job's size-dependent ``waitFor`` moves to the JobPatch, leaving ``skipAwait``, and
-    that a Job which skips awaiting is deleted with background propagation."""
+def expected_registration(
+    rendered: list[dict[str, Any]], deploy_annotations: dict[str, str]
+) -> dict[tuple[str, str], Any]:
+    """The rendered objects as the component must register them: the one documented change is
+    the Job's deploy annotations (``deploy.awaiting``), checked by ``test_await_annotations``."""
     out = {}
     for manifest in copy.deepcopy(rendered):
         if manifest["kind"] == "Job":
-            annotations = manifest["metadata"]["annotations"]
-            if annotations.pop(lbl.WAIT_FOR_ANNOTATION, None) is not None:
-                annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
-            if annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true":
-                annotations[DELETION_PROPAGATION_ANNOTATION] = "background"
+            manifest["metadata"]["annotations"].update(deploy_annotations)
         out[(manifest["kind"], manifest["metadata"]["name"])] = manifest
     return out
 
@@ -132,7 +128,9 @@ def test_children_are_the_rendered_manifests(run_pulumi: Run, example: str, wait
     path = EXAMPLES / f"{example}.yaml"
     run = deploy(run_pulumi, {"spec": path, "wait": wait})
     cluster = run.result
-    expected = expected_registration(rendering.render(cluster.plan, CERT, wait=wait).objects())
+    expected = expected_registration(
+        rendering.render(cluster.plan, CERT).objects(), job_annotations(cluster.plan, wait)
+    )
 
     registered = kube(run)
     assert sorted(registered) == sorted(expected)
@@ -146,7 +144,7 @@ def test_children_are_the_rendered_manifests(run_pulumi: Run, example: str, wait
         assert not list(placeholders.find(plain(resource.inputs)))
     # The rendering attribute is the renderer's, placeholders and all, never the secret.
     objects = cluster.rendering.objects()
-    assert objects == rendering.render(cluster.plan, None, wait=wait).objects()
+    assert objects == rendering.render(cluster.plan, None).objects()
     assert CERT not in yaml.safe_dump(objects)
 
 
@@ -564,7 +562,10 @@ def test_the_lead_broker_address_fills_the_broker_config(
     run = deploy(run_pulumi, {"spec": bursted(spec_address), "lead_broker": lead})
     # What the renderer makes of the spec with the real address is what gets registered.
     truth = parse_definition(bursted(LEAD_ADDRESS))
-    expected = expected_registration(rendering.render(plans.build(truth), CERT).objects())
+    plan = plans.build(truth)
+    expected = expected_registration(
+        rendering.render(plan, CERT).objects(), job_annotations(plan, "ready")
+    )
     registered = kube(run)
     assert sorted(registered) == sorted(expected)
     for key, resource in registered.items():

@@ -26,8 +26,8 @@ from pulumi.provider.experimental.util import camel_case
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 from flux_minicluster import __version__
-from flux_minicluster.core.render.manifests import WAIT_MODES
 from flux_minicluster.deploy import keygen
+from flux_minicluster.deploy.awaiting import WAIT_MODES
 from flux_minicluster.deploy.minicluster import OUTPUTS, TYPE, MiniCluster, MiniClusterArgs
 from flux_minicluster.deploy.multilanguage import (
     SECRETS,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.deploy import stackconfig
-from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
 CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
@@ -176,17 +176,12 @@ def test_a_job_that_skips_awaiting_is_deleted_in_the_background(
     from flux_minicluster.core.labels import SKIP_AWAIT_ANNOTATION
     from flux_minicluster.core.loading import parse
     from flux_minicluster.core.plan import build
-    from flux_minicluster.core.render.manifests import render
-    from flux_minicluster.deploy.minicluster import (
-        DELETION_PROPAGATION_ANNOTATION,
-        job_registration,
-    )
+    from flux_minicluster.deploy.awaiting import DELETION_PROPAGATION_ANNOTATION, job_annotations
 
     container: dict[str, Any] = {"image": "ubuntu:24.04"}
     if command is not None:
         container["command"] = command
     plan = build(parse({"size": 2, "containers": [container]}, name="demo", namespace="hpc"))
-    job, _ = job_registration(render(plan, CERT, wait=wait).job)
-    annotations = job["metadata"]["annotations"]
+    annotations = job_annotations(plan, wait)
     assert (annotations.get(SKIP_AWAIT_ANNOTATION) == "true") == background
     assert (annotations.get(DELETION_PROPAGATION_ANNOTATION) == "background") == background

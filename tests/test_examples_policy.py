@@ -39,7 +39,8 @@ def with_source_ranges(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_passes_every_mandatory_policy(path: Path, rendered: Rendered) -> None:
-    report = checker.check(with_source_ranges(rendered(path)), checker.load_config(CONFIG))
+    objects = rendered(path, wait="ready")  # as the component registers them
+    report = checker.check(with_source_ranges(objects), checker.load_config(CONFIG))
     assert report.mandatory == (), report.format()
 
 
@@ -54,6 +55,7 @@ def test_example_passes_every_mandatory_policy(path: Path, rendered: Rendered) -
 def test_what_the_example_config_refuses(
     rendered: Rendered, example: str, config: Path | None, refused: list[str]
 ) -> None:
-    report = checker.check(rendered(ROOT / "examples" / example), checker.load_config(config))
+    objects = rendered(ROOT / "examples" / example, wait="ready")
+    report = checker.check(objects, checker.load_config(config))
     assert [v.policy for v in report.mandatory] == refused, report.format()
     assert report.exit_code == 1

@@ -38,6 +38,7 @@ from strategies import (
     unknown_keys,
 )
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError, key_path
@@ -51,7 +52,6 @@ from flux_minicluster.core.spec import (
     Network,
     PodSpec,
 )
-from flux_minicluster.policy import kubecheck
 
 K8S_VERSION = "1.34"
 

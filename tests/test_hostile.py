@@ -31,12 +31,12 @@ import pytest
 import yaml
 from scriptharness import bash_syntax_errors
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.policy import kubecheck
 
 ANY_PATH = "<any>"
 MAX_PROBLEM_LINE = 2000

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +12,6 @@ from flux_minicluster.core.hostlist import (
     compress,
     count,
     expand,
-    index_of,
     iter_hosts,
 )
 
@@ -53,14 +50,10 @@ EXAMPLES = [
 
 
 @pytest.mark.parametrize(("hostlist", "hosts"), EXAMPLES)
-def test_expand_count_and_index_agree_with_the_written_order(
-    hostlist: str, hosts: list[str]
-) -> None:
+def test_expand_and_count_agree_with_the_written_order(hostlist: str, hosts: list[str]) -> None:
     assert expand(hostlist) == hosts
     assert list(iter_hosts(hostlist)) == hosts
     assert count(hostlist) == len(hosts)
-    for host in set(hosts):
-        assert index_of(hostlist, host) == hosts.index(host)
 
 
 MALFORMED = [
@@ -87,7 +80,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize(("hostlist", "fragment"), MALFORMED)
 def test_malformed_hostlists_are_refused_with_the_reason(hostlist: str, fragment: str) -> None:
-    for call in (expand, count, iter_hosts, lambda h: index_of(h, "a")):
+    for call in (expand, count, iter_hosts):
         with pytest.raises(HostlistError) as excinfo:
             call(hostlist)
         assert fragment in str(excinfo.value)
@@ -101,14 +94,10 @@ def test_error_names_the_bad_term_not_just_the_whole_list() -> None:
     assert "'bad-[5-2]'" in str(excinfo.value)
 
 
-def test_counting_and_indexing_never_expand() -> None:
-    huge = ",".join(["node-[0-1048575]"] * 200)  # 209,715,200 hosts
-    started = time.perf_counter()
+def test_counting_never_expands() -> None:
+    huge = ",".join(["node-[0-1048575]"] * 200)  # 209,715,200 hosts: no list of them would fit
     assert count(huge) == 200 * 1048576
-    assert index_of(huge, "node-1048575") == 1048575
-    assert index_of(huge, "node-01") is None  # padding must match too
     assert next(iter_hosts(huge)) == "node-0"
-    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize(
@@ -214,16 +203,11 @@ def test_compress_round_trips_exactly_and_is_never_longer(hosts: list[str]) -> N
     assert expand(packed) == hosts
     assert count(packed) == len(hosts)
     assert len(packed) <= len(",".join(hosts))
-    for host in set(hosts):
-        assert index_of(packed, host) == hosts.index(host)
 
 
 @given(hostlist_texts)
-def test_count_and_index_agree_with_expansion(hostlist: str) -> None:
+def test_count_agrees_with_expansion(hostlist: str) -> None:
     hosts = expand(hostlist)
     assert count(hostlist) == len(hosts)
     assert list(iter_hosts(hostlist)) == hosts
     assert expand(compress(hosts)) == hosts
-    for host in set(hosts):
-        assert index_of(hostlist, host) == hosts.index(host)
-    assert index_of(hostlist, "never-a-host[") is None

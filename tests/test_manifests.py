@@ -8,6 +8,7 @@ asserted once, on a small inline spec that shows it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 import yaml
 from corpus import EXAMPLES, spec_files
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import certificate, layout, placeholders
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
@@ -24,7 +26,6 @@ from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_one, parse
 from flux_minicluster.core.render.manifests import lead_service, to_yaml
-from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = ("1.29", "1.34")
@@ -250,37 +251,11 @@ def test_job_annotations_say_max_size_and_lifecycle(rendered: Rendered, by_kind:
     assert persistent["metadata"]["annotations"][lbl.LIFECYCLE_ANNOTATION] == "persistent"
 
 
-@pytest.mark.parametrize(
-    ("command", "interactive", "wait", "expected"),
-    [
-        ("echo hi", False, "ready", {lbl.WAIT_FOR_ANNOTATION: "jsonpath={.status.ready}=3"}),
-        ("echo hi", False, "complete", {}),
-        ("echo hi", False, "none", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
-        (None, False, "ready", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
-        (None, False, "complete", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
-        ("echo hi", True, "ready", {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
-    ],
-)
-def test_await_annotations_per_lifecycle_and_wait(
-    command: str | None,
-    interactive: bool,
-    wait: Any,
-    expected: dict[str, str],
-    rendered: Rendered,
-    by_kind: ByKind,
-) -> None:
-    container: dict[str, Any] = {"image": "ubuntu:24.04"}
-    if command:
-        container["command"] = command
-    mc = mini(size=3, interactive=interactive, containers=[container])
-    annotations = by_kind(rendered(mc, wait=wait), "Job")["metadata"]["annotations"]
-    awaits = {k: v for k, v in annotations.items() if k.startswith("pulumi.com/")}
-    assert awaits == expected
-
-
-def test_unknown_wait_mode_is_refused(rendered: Rendered) -> None:
-    with pytest.raises(ValueError, match="wait must be one of"):
-        rendered(mini(), wait="forever")  # type: ignore[arg-type]
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.stem)
+def test_the_core_renders_no_pulumi_annotation(path: Path, rendered: Rendered) -> None:
+    """What only Pulumi reads is the deploy layer's to add (``deploy.awaiting``)."""
+    text = json.dumps(rendered(path))
+    assert "pulumi.com/" not in text
 
 
 # --- the Indexed Job ------------------------------------------------------------------------

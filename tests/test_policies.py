@@ -48,13 +48,16 @@ from pulumi_policy.proxy import (  # noqa: E402
 
 from flux_minicluster.core import labels as lbl  # noqa: E402
 from flux_minicluster.core import layout  # noqa: E402
+from flux_minicluster.core import stackoutputs as so  # noqa: E402
 from flux_minicluster.core.errors import SpecError  # noqa: E402
-from flux_minicluster.policy import checker, stackref  # noqa: E402
+from flux_minicluster.policy import checker  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
 from flux_minicluster.policy.model import Manifest  # noqa: E402
 from flux_minicluster.policy.resource_rules import SOURCE_RANGES_ANNOTATION  # noqa: E402
-from flux_minicluster.policy.rules import ALL_RULES, get_rule  # noqa: E402
+from flux_minicluster.policy.rules import ALL_RULES  # noqa: E402
 from flux_minicluster.policy.stackref import stack_reference_manifest  # noqa: E402
+
+RULES = {rule.id: rule for rule in ALL_RULES}
 
 NAME = "flux-sample"
 NS = "ns"
@@ -775,7 +778,7 @@ def findings(
     rule_id: str, objs: list[Manifest], config: dict[str, Any] | None = None
 ) -> list[tuple[str, str]]:
     """``(object, message)`` pairs the rule reports, straight from the pure rule."""
-    rule = get_rule(rule_id)
+    rule = RULES[rule_id]
     normal = [mf.normalize(m) for m in objs]
     if rule.is_stack:
         return sorted(
@@ -789,7 +792,7 @@ def offline(
     rule_id: str, objs: list[Manifest], options: dict[str, Any] | None = None
 ) -> list[tuple[str, str]]:
     """``(object, message)`` pairs the offline checker reports with only ``rule_id`` enabled."""
-    level = get_rule(rule_id).level
+    level = RULES[rule_id].level
     config = {"all": "disabled", rule_id: {"enforcementLevel": level, **(options or {})}}
     report = checker.check(objs, config)
     assert report.policies == (rule_id,)
@@ -981,17 +984,11 @@ def test_stack_reference_manifest() -> None:
 
 
 def test_the_rules_read_only_outputs_the_root_program_exports() -> None:
+    from flux_minicluster.core.stackoutputs import ROOT_OUTPUTS, stack_output_name
     from flux_minicluster.deploy.minicluster import OUTPUTS
-    from flux_minicluster.deploy.program import ROOT_OUTPUTS, output_name
 
-    exported = {*ROOT_OUTPUTS, *(output_name(o) for o in OUTPUTS)}
-    read = {
-        stackref.LEAD_NAME,
-        stackref.HOSTLIST,
-        stackref.LEAD_BROKER_ADDRESS,
-        stackref.CURVE_PUBLIC_KEY,
-        stackref.CURVE_CERT,
-    }
+    exported = {*ROOT_OUTPUTS, *(stack_output_name(o) for o in OUTPUTS)}
+    read = {so.LEAD_NAME, so.HOSTLIST, so.LEAD_BROKER_ADDRESS, so.CURVE_PUBLIC_KEY, so.CURVE_CERT}
     assert read <= exported
     assert set(root_outputs()) <= exported
 
@@ -1050,7 +1047,7 @@ def test_unknown_outputs_of_a_reference_no_group_needs_are_not_read() -> None:
 
 
 def test_lead_open_to_all_says_how_to_restrict_the_lead() -> None:
-    remediation = get_rule("lead-open-to-all").remediation
+    remediation = RULES["lead-open-to-all"].remediation
     for words in (
         "flux-minicluster:bursting.sourceRanges",
         "spec.loadBalancerSourceRanges",
@@ -1265,7 +1262,7 @@ def test_report_format() -> None:
         del objs[4 * i + 3]["spec"]["activeDeadlineSeconds"]
     container(objs, 7)["securityContext"] = {"privileged": True}
     container(objs, 11)["securityContext"] = {"privileged": True}
-    fix = get_rule("no-privileged").remediation
+    fix = RULES["no-privileged"].remediation
     message = (
         "spec.template.spec.containers[0].securityContext.privileged is true: the container has "
         "every capability on the node (allow it with allowPrivileged: ['{}'])"
@@ -1281,7 +1278,7 @@ def test_report_format() -> None:
         "[advisory] job-bounds on 3 objects: Job/ns/c0, Job/ns/c1, Job/ns/c2",
         "  spec.activeDeadlineSeconds is not set: a hung cluster then holds its nodes forever; "
         "set it to at most 31536000",
-        f"      fix: {get_rule('job-bounds').remediation}",
+        f"      fix: {RULES['job-bounds'].remediation}",
         "",
         "policy check FAILED: 2 mandatory, 3 advisory violation(s) in 12 object(s), "
         f"{len(ALL_RULES)} policies checked; advisory: job-bounds (3 objects)",

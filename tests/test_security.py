@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_one, parse
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.policy import kubecheck
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

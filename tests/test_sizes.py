@@ -17,12 +17,12 @@ import pytest
 import yaml
 from cli import minicluster
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import limits
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.plan import build
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.policy import kubecheck
 
 
 def spec(**container: Any) -> dict[str, Any]:

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from flux_minicluster import kubecheck
 from flux_minicluster.cli.demo import schema_problems
 from flux_minicluster.core import hostlist, labels, layout
 from flux_minicluster.core.errors import SpecError
@@ -20,7 +22,7 @@ from flux_minicluster.deploy.recorder import (
     run_program,
 )
 from flux_minicluster.deploy.stackconfig import PROJECT
-from flux_minicluster.policy import checker, kubecheck
+from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(
@@ -188,24 +190,40 @@ def _error(config: dict[str, Any], references: dict[str, Any] | None = None) -> 
     return str(info.value)
 
 
-def test_a_burst_the_root_did_not_declare_is_refused(
+@pytest.mark.parametrize(
+    ("field", "value", "fragments"),
+    [
+        ("name", "gcp-burst", ("'gcp-burst' does not fit", "must list this bursted cluster")),
+        ("size", 3, ("'eks-burst' does not fit", "spec.maxSize 3 is larger than the 2 hosts")),
+    ],
+    ids=["undeclared", "larger"],
+)
+def test_a_burst_that_does_not_fit_its_root_is_refused(
     rendered: dict[str, stackrender.StackRendering],
+    field: str,
+    value: Any,
+    fragments: tuple[str, ...],
 ) -> None:
     config = _config("eks-burst")
-    config[f"{PROJECT}:minicluster"]["spec"]["metadata"]["name"] = "gcp-burst"
+    spec = config[f"{PROJECT}:minicluster"]["spec"]
+    (spec["metadata"] if field == "name" else spec["spec"])[field] = value
     message = _error(config, _root_outputs(rendered))
     assert f"{PROJECT}:minicluster" in message
-    assert "'gcp-burst' is not declared by the root stack" in message
+    assert "root stack" in message
+    for fragment in fragments:
+        assert fragment in message
 
 
-def test_a_burst_with_another_size_is_refused(
+def test_a_burst_may_fill_fewer_ranks_than_its_root_declares(
     rendered: dict[str, stackrender.StackRendering],
 ) -> None:
+    # The one membership rule (core.validation.burst_membership_problem): at most, not exactly.
     config = _config("eks-burst")
-    config[f"{PROJECT}:minicluster"]["spec"]["spec"]["size"] = 3
-    message = _error(config, _root_outputs(rendered))
-    assert "maxSize 3 but the root stack" in message
-    assert "declares size 2" in message
+    config[f"{PROJECT}:minicluster"]["spec"]["spec"]["size"] = 1
+    run = _run(config, _root_outputs(rendered))
+    (job,) = [r for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
+    assert plain(job.inputs)["spec"]["completions"] == 1
+    assert "eks-burst-[0-1]" in str(run.exports["hostlist"].value)
 
 
 @pytest.mark.parametrize(
@@ -331,3 +349,35 @@ def test_a_roots_lead_keeps_the_bursts_source_address(cloud: str) -> None:
     ]
     admitted = [b["ipBlock"]["cidr"] for b in policy["spec"]["ingress"][0]["from"]]
     assert admitted == lead["spec"]["loadBalancerSourceRanges"]
+
+
+def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_path: Path) -> None:
+    """`minicluster render FILE` and `pulumi up -s local` of the same spec: the same objects,
+    but for what only Pulumi reads, which the deploy layer adds (``deploy.awaiting``), and the
+    Namespace the stack creates."""
+    from flux_minicluster.cli.render import render_file
+    from flux_minicluster.deploy.awaiting import DEPLOY_ANNOTATIONS
+
+    cert = ROOT / "tests" / "golden" / "fixed-curve.cert"
+    stack = stackrender.render_stack(PROJECT_HERE, "local", curve_cert=cert.read_text())
+    # The stack's namespace (cluster.namespace) in the file, as a user rendering it would.
+    document = yaml.safe_load((ROOT / "examples" / "hello-world.yaml").read_text())
+    document["metadata"]["namespace"] = "flux-local"
+    (tmp_path / "mc.yaml").write_text(yaml.safe_dump(document))
+    by_file = render_file(str(tmp_path / "mc.yaml"), curve_cert=cert)
+    added: dict[str, set[str]] = {}
+    objects = []
+    for obj in stack.objects:
+        if obj["kind"] == "Namespace":
+            continue
+        obj = copy.deepcopy(obj)
+        annotations = obj["metadata"].get("annotations") or {}
+        for key in DEPLOY_ANNOTATIONS:
+            if key in annotations:
+                added.setdefault(obj["kind"], set()).add(key)
+                del annotations[key]
+        objects.append(obj)
+    key = stackrender.apply_order
+    assert sorted(objects, key=key) == sorted(by_file, key=key)
+    assert added  # the Job's, for `wait: ready`
+    assert set(added) == {"Job"}

@@ -63,3 +63,60 @@ def test_the_namespace_argument_wins_over_metadata_with_a_warning() -> None:
     assert "'team-a' but the namespace argument is 'team-b', which wins" in warning.message
     same = run(lambda: MiniCluster("mc", {"spec": document, "namespace": "team-a"}))
     assert same.result.plan.definition.warnings == ()
+
+
+def test_a_users_program_depends_on_and_exports_from_the_typed_children() -> None:
+    """``cluster.resources``: each child as its typed resource, for ``depends_on`` and exports."""
+    import dataclasses
+
+    import pulumi_kubernetes as k8s
+
+    def build() -> MiniCluster:
+        cluster = MiniCluster("hpc", {"spec": SPEC, "namespace": "team"})
+        k8s.core.v1.ConfigMap(
+            "after-the-job",
+            metadata={"name": "after", "namespace": "team"},
+            data={"job": cluster.job_name},
+            opts=pulumi.ResourceOptions(depends_on=[cluster.resources.job]),
+        )
+        pulumi.export("job", cluster.resources.job.metadata.name)
+        pulumi.export("parallelism", cluster.resources.job.spec.parallelism)
+        pulumi.export("entrypoint", cluster.resources.entrypoint.metadata.name)
+        return cluster
+
+    result = run(build)
+    children = result.result.resources
+    assert isinstance(children.job, k8s.batch.v1.Job)
+    assert isinstance(children.headless_service, k8s.core.v1.Service)
+    assert isinstance(children.size_patch, k8s.batch.v1.JobPatch)
+    assert [type(p) for p in children.network_policies] == [k8s.networking.v1.NetworkPolicy]
+    assert children.keygen is result.result.keygen is not None
+    # what this MiniCluster does not have
+    assert (children.services_pod, children.restful_service, children.credentials) == (
+        None,
+        None,
+        (),
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        children.job = children.job  # type: ignore[misc]
+    assert result.exports["job"].value == "hpc"
+    assert result.exports["parallelism"].value == 2
+    assert result.exports["entrypoint"].value == "hpc-entrypoint"
+    (job,) = [r for r in result.resources if r.typ == "kubernetes:batch/v1:Job"]
+    (mine,) = [r for r in result.resources if r.name == "after-the-job"]
+    assert mine.options is not None
+    assert job.urn in mine.options.dependencies
+
+
+def test_the_children_a_given_certificate_and_services_leave_out_or_add() -> None:
+    cert = certificate.render(certificate.generate("fixed", "fixed-0"))
+    spec = {**SPEC, "services": [{"image": "redis:7", "name": "redis"}]}
+
+    def build() -> MiniCluster:
+        return MiniCluster("hpc", {"spec": spec, "curve_cert": cert, "network_policy": False})
+
+    children = run(build).result.resources
+    assert children.keygen is None
+    assert children.network_policies == ()
+    assert children.services_pod is not None
+    assert children.curve_secret is not None

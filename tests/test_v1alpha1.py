@@ -16,12 +16,12 @@ import pytest
 import yaml
 from corpus import V1ALPHA1, corpus_files
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import credentials, layout
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file, load_text, parse
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.policy import kubecheck
 
 Manifest = dict[str, Any]
 

@@ -142,8 +142,8 @@ def test_a_burst_holds_the_roots_hostlist_and_certificate(
 @pytest.mark.parametrize(
     ("name", "size", "message"),
     [
-        ("gcp-burst", 2, "is not declared by the root stack"),
-        ("eks-burst", 3, "has maxSize 3 but the root stack"),
+        ("gcp-burst", 2, "must list this bursted cluster ('gcp-burst')"),
+        ("eks-burst", 3, "spec.maxSize 3 is larger than the 2 hosts"),
     ],
     ids=["undeclared", "wrong-size"],
 )

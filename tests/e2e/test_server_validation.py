@@ -1,4 +1,4 @@
-"""Server-side validation, differential: ``flux_minicluster.policy.kubecheck`` against a real
+"""Server-side validation, differential: ``flux_minicluster.kubecheck`` against a real
 kube-apiserver, object by object.
 
 Every object rendered from every example, every MiniCluster of the operator's test corpus
@@ -39,12 +39,12 @@ from corpus import EXAMPLES, spec_files
 from hypothesis import HealthCheck, given, settings
 from strategies import mutated_cases, spec_cases
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_one, load_text, parse
 from flux_minicluster.core.render.manifests import lead_service, render
-from flux_minicluster.policy import kubecheck
 
 REPO = Path(__file__).resolve().parents[2]
 RESTRICTED_EXAMPLE = "restricted.yaml"  # written to pass Pod Security's restricted level

@@ -13,14 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, plan
+from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.spec import KIND
+from flux_minicluster.deploy import awaiting
 from flux_minicluster.policy import checker
 
 
@@ -58,11 +61,14 @@ def _objects(document: Any) -> list[Any]:
     definition = parse(document)
     mc = plan.build(definition)
     warn(f"MiniCluster {mc.namespace}/{mc.name}", definition)
-    text = mc.spec.flux.curve_cert or certificate.render(
-        certificate.generate(mc.name, mc.names.lead_host)
-    )
+    text, _ = certificate.choose(None, mc.spec.flux.curve_cert)
+    if text is None:
+        text = certificate.render(certificate.generate(mc.name, mc.names.lead_host))
     print(f"rendered MiniCluster {mc.namespace}/{mc.name} to check it", file=sys.stderr)
-    return render(mc, text).objects()
+    # As the component registers it (the rules are the policy pack's): with the deploy
+    # annotations of its default wait.
+    rendering = render(mc, text)
+    return replace(rendering, job=awaiting.registered_job(mc, rendering.job, "ready")).objects()
 
 
 def _render_stacks(stacks: list[str]) -> list[Any]:
@@ -79,7 +85,7 @@ def _render_stacks(stacks: list[str]) -> list[Any]:
             continue
         print(f"rendered stack {stack} offline", file=sys.stderr)
         out += rendering.objects
-        root = rendering.outputs.get("rootStack")
+        root = rendering.outputs.get(so.ROOT_STACK)
         if isinstance(root, str):
             root_name = root.rsplit("/", 1)[-1]
             if root_name not in wanted and root_name in rendered:

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
             out / r.stack, r.objects, r.patches, {f"{r.stack}.outputs.json": outputs}
         )
     rows = [r.summary_row() for r in renderings]
-    from flux_minicluster.policy import kubecheck
+    from flux_minicluster import kubecheck
 
     skipped = kubecheck.schemas_missing()
     problems = [
@@ -73,7 +73,7 @@ def schema_problems(
 ) -> list[str]:
     """Strict schema (unless ``schemas`` is false) and API-server problems of every object
     (empty when all is well)."""
-    from flux_minicluster.policy import kubecheck
+    from flux_minicluster import kubecheck
 
     problems = [
         f"{stack}: {obj['kind']}/{obj['metadata']['name']} (k8s {v}): {err}"

@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Final
 
+import flux_minicluster
 from flux_minicluster.core import names, templating
 from flux_minicluster.core.errors import Problem, SpecError
 
@@ -29,8 +30,6 @@ FILES: Final = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from flux_minicluster.cli.main import version
-
     target = Path(args.directory)
     name = args.name or _name_from(target.resolve().name)
     if problem := names.dns1035_label(name):
@@ -40,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError(
             Problem("", f"{target} already has {', '.join(existing)}; init writes a new project")
         )
-    requirement, how = package_requirement(version())
+    requirement, how = package_requirement(flux_minicluster.__version__)
     for template, rel in FILES:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             templating.render(
                 f"project/{template}",
                 name=name,
-                version=version(),
+                version=flux_minicluster.__version__,
                 requirement=requirement,
                 how=how,
                 sdk_pins=sdk_pins(),

@@ -109,17 +109,14 @@ def _print_problems(err: SpecError) -> None:
         print(line, file=sys.stderr)
 
 
-def version() -> str:
-    """The package's version, installed or run from a checkout."""
-    return flux_minicluster.__version__
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minicluster",
         description="Flux Framework MiniClusters on Kubernetes, without the Flux Operator.",
     )
-    parser.add_argument("--version", action="version", version=f"minicluster {version()}")
+    parser.add_argument(
+        "--version", action="version", version=f"minicluster {flux_minicluster.__version__}"
+    )
     parser.add_argument(
         "--cwd",
         metavar="DIR",

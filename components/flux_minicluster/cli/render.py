@@ -2,9 +2,10 @@
 
 A file's MiniClusters render to exactly what the Pulumi component registers (the same renderer),
 with a real certificate in each curve Secret so that ``kubectl apply -f -`` gives a working
-cluster. Which certificate, in order: the spec's ``flux.curveCert``; ``--curve-cert FILE`` (read,
-or created 0600 when missing, so that the next render is byte for byte the same and a second
-``kubectl apply`` changes nothing); else a new one made here, which stderr announces, because
+cluster. Which certificate, in the order every surface follows (``core.certificate.choose``):
+``--curve-cert FILE`` (read, or created 0600 when missing, so that the next render is byte for
+byte the same and a second ``kubectl apply`` changes nothing); the spec's ``flux.curveCert``;
+else a new one made here, which stderr announces, because
 the output then holds a secret key. ``--no-secret`` leaves every Secret out for GitOps repositories
 that must not hold one (the curve Secret, and v1alpha1's credentials derived from the certificate):
 create them apart (stderr says how). It needs a certificate file, for the Secrets to match.
@@ -63,7 +64,7 @@ def render_file(
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition)
         warn(path, definition)
-        if not with_secret and curve_cert is None and mc.spec.flux.curve_cert is None:
+        if not with_secret and certificate.choose(curve_cert, mc.spec.flux.curve_cert)[0] is None:
             # The pod template records the certificate's public key, and v1alpha1's passwords,
             # token and munge key derive from it: a certificate made here and thrown away would
             # leave a rendering no Secret created apart could match.
@@ -108,15 +109,16 @@ def _left_out(path: str, secret: dict[str, Any], *, curve: bool) -> str:
 def _certificate(
     mc: plan.MiniClusterPlan, curve_cert: Path | None, source: str, *, announce: bool
 ) -> str:
-    if mc.spec.flux.curve_cert is not None:
-        return mc.spec.flux.curve_cert
-    if curve_cert is None and (message := mc.mounted_certificate_problem("--curve-cert FILE")):
-        raise SpecError(f"{source}: {message}")
-    if curve_cert is not None:
-        text, created = folders.load_or_create_certificate(curve_cert, mc.name, mc.names.lead_host)
+    chosen, _ = certificate.choose(curve_cert, mc.spec.flux.curve_cert)
+    if isinstance(chosen, Path):
+        text, created = folders.load_or_create_certificate(chosen, mc.name, mc.names.lead_host)
         if created:
-            print(folders.created_certificate_warning(curve_cert), file=sys.stderr)
+            print(folders.created_certificate_warning(chosen), file=sys.stderr)
         return text
+    if chosen is not None:
+        return chosen
+    if message := mc.mounted_certificate_problem("--curve-cert FILE"):
+        raise SpecError(f"{source}: {message}")
     cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
     if announce:
         print(
@@ -190,7 +192,7 @@ def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
     certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
     apart from its root, and warn when a root is rendered apart from its bursts."""
     from flux_minicluster.deploy import stackrender
-    from flux_minicluster.deploy.stackconfig import PROJECT
+    from flux_minicluster.deploy.stackconfig import PROJECT, ROLE_ROOT
 
     wanted = set(stacks)
     for stack in stacks:
@@ -208,7 +210,7 @@ def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
                 source=f"stack {stack}",
             )
         bursting = config.get(f"{PROJECT}:bursting")
-        if isinstance(bursting, dict) and bursting.get("role") == "root":
+        if isinstance(bursting, dict) and bursting.get("role") == ROLE_ROOT:
             apart = [
                 str(c.get("name"))
                 for c in bursting.get("clusters") or []

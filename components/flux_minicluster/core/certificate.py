@@ -28,16 +28,19 @@ libzmq's bindings cost more than the rest of the check. pyzmq is imported only t
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 __all__ = [
     "CertificateError",
+    "CertificateSource",
     "CurveCertificate",
+    "choose",
     "curve_entries",
     "curve_public",
     "generate",
@@ -54,6 +57,35 @@ HEADER: Final = "#  ZeroMQ CURVE **Secret** Certificate\n#  DO NOT DISTRIBUTE\n"
 MAX_LINE_BYTES: Final = 255
 KEY_LENGTH: Final = 40
 RESERVED_METADATA: Final = ("name", "keygen.hostname", "keygen.zmq-version")
+
+T = TypeVar("T")
+
+
+class CertificateSource(enum.Enum):
+    """Where a MiniCluster's certificate comes from (see ``choose``)."""
+
+    GIVEN = "given"
+    """The deployer's: the component's ``curve_cert``, a stack's ``curveCert``, ``--curve-cert``."""
+    SPEC = "spec"
+    """The spec's ``flux.curveCert``."""
+    NEW = "new"
+    """None is given: one is made (the keygen Command, or locally by ``render``/``check``)."""
+
+
+def choose(given: T | None, in_spec: str | None) -> tuple[T | str | None, CertificateSource]:
+    """Which certificate a MiniCluster uses: the one precedence every surface follows.
+
+    The deployer's certificate (``given``: the component's ``curve_cert`` argument, a stack's
+    ``curveCert``, ``render --curve-cert FILE``) wins over the spec's ``flux.curveCert``
+    (``in_spec``), as the ``name`` and ``namespace`` arguments win over the document's metadata:
+    whoever deploys a shared spec decides. Without either, the value is None and one is made.
+    """
+    if given is not None:
+        return given, CertificateSource.GIVEN
+    if in_spec is not None:
+        return in_spec, CertificateSource.SPEC
+    return None, CertificateSource.NEW
+
 
 _Z85_ALPHABET: Final = (
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"

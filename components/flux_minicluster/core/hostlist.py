@@ -34,7 +34,6 @@ __all__ = [
     "compress",
     "count",
     "expand",
-    "index_of",
     "iter_hosts",
 ]
 
@@ -93,24 +92,6 @@ class _Term:
         for r in self.ranges:
             for n in range(r.lo, r.hi + 1):
                 yield f"{self.prefix}{r.text(n)}{self.suffix}"
-
-    def find(self, host: str) -> int | None:
-        """Offset of ``host`` inside this term, without listing the term's hosts."""
-        if self.ranges is None:
-            return 0 if host == self.prefix else None
-        end = len(host) - len(self.suffix)
-        if not (host.startswith(self.prefix) and host.endswith(self.suffix)):
-            return None
-        digits = host[len(self.prefix) : end]
-        if not _DIGITS_RE.fullmatch(digits):
-            return None
-        n = int(digits)
-        offset = 0
-        for r in self.ranges:
-            if r.lo <= n <= r.hi and r.text(n) == digits:
-                return offset + n - r.lo
-            offset += len(r)
-        return None
 
 
 def _split_terms(hostlist: str) -> list[str]:
@@ -217,17 +198,6 @@ def expand(hostlist: str) -> list[str]:
 def count(hostlist: str) -> int:
     """Number of hosts (the instance size a hostlist implies), from the ranges alone."""
     return sum(term.size() for term in _parse(hostlist))
-
-
-def index_of(hostlist: str, host: str) -> int | None:
-    """The rank Flux gives ``host`` (its first position), or None if it is not in the list."""
-    offset = 0
-    for term in _parse(hostlist):
-        found = term.find(host)
-        if found is not None:
-            return offset + found
-        offset += term.size()
-    return None
 
 
 def block(prefix: str, size: int) -> str:

@@ -1,7 +1,7 @@
 """Limits the Kubernetes API server enforces that a MiniCluster spec must stay within.
 
 Validation refuses a spec past them before anything is rendered, and the API-server checker of
-rendered objects (``policy.kubecheck``) applies the same numbers, so both read them from here.
+rendered objects (``kubecheck``) applies the same numbers, so both read them from here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ MAX_LABEL_LENGTH: Final = 63
 
 # --- sizes: what the API server and its etcd refuse as too large ------------------------------
 # The checks below take a manifest as plain data, so that rendering (which names the spec field
-# that made an object large) and policy.kubecheck (which names the object's own field) apply
+# that made an object large) and kubecheck (which names the object's own field) apply
 # the same rule; tests/e2e/test_server_validation.py holds each against a real API server.
 
 # A ConfigMap's data and binaryData, a Secret's data: at most 1 MiB in total (the API server's

@@ -12,6 +12,7 @@ renderer's job (``render``), done once per plan.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
+    DEFAULT_RESTFUL_USER,
     BurstedCluster,
     Container,
     FluxBroker,
@@ -40,6 +42,7 @@ __all__ = [
     "Role",
     "build",
     "group_host_entries",
+    "with_burst_group",
 ]
 
 
@@ -210,6 +213,21 @@ class MiniClusterPlan:
         """The Flux RESTful API server rank 0 runs (v1alpha1 with no command and not
         interactive); None for every other MiniCluster."""
         return self.spec.flux_restful if self.mode is Mode.RESTFUL else None
+
+    @property
+    def makes_munge_secret(self) -> bool:
+        """Whether the MiniCluster makes the munge key's Secret (multi-user mode without the
+        spec's own ``flux.mungeSecret``) rather than mounting one the user made."""
+        return self.munge_secret is not None and self.munge_secret == self.names.munge_secret
+
+    @property
+    def restful_user(self) -> str | None:
+        """The RESTful API's user (v1alpha1's FLUX_USER, ``flux`` unless the spec names one);
+        None without the server."""
+        restful = self.restful
+        if restful is None:
+            return None
+        return restful.username or DEFAULT_RESTFUL_USER
 
     @property
     def lead_broker(self) -> FluxBroker | None:
@@ -444,6 +462,21 @@ def group_host_entries(
         rest = f"[1-{lead.size - 1}]" if lead.size > 2 else "[1]"
         entries.append(HostEntry(f"{lead.name}-{rest}"))
     return entries + _cluster_entries(clusters, default_size)
+
+
+def with_burst_group(
+    plan: MiniClusterPlan, lead: FluxBroker, clusters: Sequence[BurstedCluster]
+) -> MiniClusterPlan:
+    """A bursted cluster's plan once its group is known (a burst stack reads it from its root's
+    outputs when it deploys): the group's rank order and hostlist, and the lead's name as the
+    group, in place of the ones planned with placeholders."""
+    entries = tuple(group_host_entries(lead, clusters, plan.spec.size))
+    return dataclasses.replace(
+        plan,
+        host_entries=entries,
+        hostlist=",".join(entry.host for entry in entries),
+        burst_group=lead.name,
+    )
 
 
 def _lead_entry(lead: FluxBroker) -> HostEntry:

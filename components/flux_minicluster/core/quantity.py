@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from flux_minicluster.core import names
 
-__all__ = ["is_quantity", "parse_quantity", "resource_problems"]
+__all__ = ["parse_quantity", "resource_problems"]
 
 # The resources a container may name without a domain (besides hugepages-<size>).
 CONTAINER_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
@@ -94,17 +94,6 @@ def parse_quantity(value: str | int | float) -> Decimal:
         ctx.Emax = MAX_EMAX
         ctx.Emin = MIN_EMIN
         return (Decimal(number) * factor).scaleb(exponent)
-
-
-def is_quantity(value: object) -> bool:
-    """Whether ``value`` is something Kubernetes accepts as a quantity."""
-    if not isinstance(value, str | int | float):
-        return False
-    try:
-        parse_quantity(value)
-    except ValueError:
-        return False
-    return True
 
 
 def resource_problems(limits: Mapping[str, Any], requests: Mapping[str, Any]) -> Iterator[str]:

@@ -43,6 +43,8 @@ DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"
 DEFAULT_DEADLINE_SECONDS = 31_500_000
 DEFAULT_BACKOFF_LIMIT = 100
+# v1alpha1's default FLUX_USER for the RESTful server.
+DEFAULT_RESTFUL_USER = "flux"
 DEFAULT_LOGS_DIR = "/tmp/fluxout"
 
 QuantityValue = int | float | str

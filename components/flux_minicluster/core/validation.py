@@ -627,22 +627,28 @@ def burst_membership_problem(
 ) -> tuple[str, str] | None:
     """Why a bursted cluster cannot take its place in its lead's rank order, if it cannot.
 
-    The lead's ``bursting.clusters`` must list it (every broker of the group computes the ranks
-    from that list) with at least its ``maxSize`` hosts. Returns ``(path, message)``, the path
-    being ``spec.maxSize`` or empty for "the clusters list"; callers frame it for their input.
+    The one rule of burst membership, which the spec's validation, a burst stack (against its
+    root's outputs) and the component's ``burst_group`` all apply: the lead's clusters list must
+    name the burst (every broker of the group computes the ranks from that list), and the burst's
+    ``maxSize`` must fit the hosts declared for it. Fewer is allowed: the declared size reserves
+    ranks, and a burst that fills only some of them is like a cluster whose ``size`` is below its
+    ``maxSize`` (the missing ranks stay offline); more is not, since a pod without a declared host
+    has no rank. Returns ``(path, message)``, the path being ``spec.maxSize`` or empty for "the
+    clusters list"; callers frame it for their input.
     """
     mine = next((c for c in clusters if c.name == name), None)
     if mine is None:
         declared = ", ".join(str(c.name) for c in clusters) or "none"
         return (
             "",
-            f"must list this bursted cluster ({name!r}) as the lead declares it, so every broker "
-            f"computes the same ranks (it lists: {declared})",
+            f"must list this bursted cluster ({name!r}), as every broker computes the ranks from "
+            f"the lead's list (it lists: {declared})",
         )
     if mine.size is not None and max_size > mine.size:
         return (
             "spec.maxSize",
-            f"{max_size} is larger than the {mine.size} hosts the lead declares for {name!r}",
+            f"{max_size} is larger than the {mine.size} hosts the lead declares for {name!r}; a "
+            "burst may fill fewer of its declared ranks, never more",
         )
     return None
 

@@ -25,7 +25,7 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.render.broker import hosts_block
+from flux_minicluster.core.render import broker
 from flux_minicluster.core.render.manifests import Rendering, broker_config_hash
 from flux_minicluster.core.spec import BurstedCluster, Bursting, FluxBroker
 from flux_minicluster.core.validation import burst_membership_problem
@@ -94,23 +94,20 @@ def deferred(definition: MiniClusterDefinition) -> MiniClusterDefinition:
 
 def resolve(
     plan: plans.MiniClusterPlan,
-    rendering: Rendering,
     group: pulumi.Input[BurstGroupArgs],
     address: pulumi.Output[str],
 ) -> ResolvedGroup:
-    """The group-dependent text of ``rendering`` once ``group`` and the lead ``address`` resolve."""
-    placeholder_broker_toml = str(rendering.entrypoint["data"][layout.BROKER_TOML])
+    """The group-dependent text of the rendering once ``group`` and the lead ``address`` resolve:
+    written by the core from the plan with the group in it (``plan.with_burst_group``)."""
 
     def texts(values: list[Any]) -> dict[str, str]:
         lead_address, raw = values
         lead, clusters = _parse(raw, plan)
-        entries = plans.group_host_entries(
-            lead.model_copy(update={"address": lead_address}), clusters, plan.spec.size
+        grouped = plans.with_burst_group(
+            plan, lead.model_copy(update={"address": lead_address}), clusters
         )
-        hostlist = ",".join(entry.host for entry in entries)
-        broker_toml = placeholder_broker_toml.replace(
-            hosts_block(plan.host_entries), hosts_block(entries)
-        )
+        hostlist = grouped.hostlist
+        broker_toml = broker.broker_toml(grouped)
         return {
             "lead_name": lead.name,
             "broker_toml": broker_toml,

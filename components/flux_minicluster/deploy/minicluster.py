@@ -11,10 +11,9 @@ lead filled in from Outputs. It adds lifecycle rules only Pulumi can express:
   a pod template change replaces the Job deliberately instead of failing on an immutable field;
 * a resize within ``maxSize`` never replaces the Job. pulumi-kubernetes replaces a Job whose
   ``parallelism``/``completions`` change, so the Job ignores those fields after creation and a
-  ``JobPatch`` (``<resource>-size``) owns them: it sets both to ``size`` with server-side apply.
-  The size-dependent readiness gate (``waitFor: .status.ready=<size>``) moves from the Job to that
-  patch too: left on the Job, a resize would update the Job and wait for pods that only the
-  patch, which runs after the Job, can create;
+  ``JobPatch`` (``<resource>-size``) owns them: it sets both to ``size`` with server-side apply;
+* how long ``pulumi up`` waits is said by annotations only Pulumi reads, which the core does not
+  render: ``deploy.awaiting`` adds them here, the only place;
 * the curve certificate is a secret from end to end: it is never a component input, and the
   Secret's data is a secret Output.
 """
@@ -23,10 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, TypedDict, cast
+from typing import Any, Final, TypedDict, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -34,16 +33,17 @@ from pulumi_command import local
 
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import documents, placeholders
-from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
 from flux_minicluster.core.render import credentials
-from flux_minicluster.core.render.manifests import WAIT_MODES, Rendering, Wait, render
+from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import burstgroup, outputs, resources
+from flux_minicluster.deploy import awaiting, burstgroup, outputs, resources
+from flux_minicluster.deploy.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.burstgroup import BurstGroupArgs
+from flux_minicluster.deploy.children import MiniClusterResources
 from flux_minicluster.deploy.keygen import (
     KeygenArgs,
     KeygenSettings,
@@ -53,32 +53,21 @@ from flux_minicluster.deploy.keygen import (
 from flux_minicluster.deploy.published import OUTPUTS, MiniClusterOutputs
 
 __all__ = [
-    "JOB_HASH_ANNOTATION",
     "JOB_IGNORE_CHANGES",
     "OUTPUTS",
     "TYPE",
     "MiniCluster",
     "MiniClusterArgs",
+    "MiniClusterResources",
     "Prepared",
     "expand",
-    "job_registration",
     "prepare",
 ]
 
 TYPE: Final = "minicluster:index:MiniCluster"
-# On the JobPatch (and so on the live Job): a digest of the Job as registered, without its size.
-# It changes exactly when the Job is replaced or updated, which makes the patch apply again to
-# the new Job; the patch would otherwise be left unchanged and the new Job keep its first size.
-JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
-PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
-# On a Job that skips awaiting: pulumi-kubernetes then also skips waiting for its deletion
-# (metadata.allowsSkipAwaitWithDelete), so a replacement (delete-before-replace, a fixed name)
-# would apply the new Job to the old one while its foreground deletion runs: a field conflict,
-# or a "new" Job that disappears with the old one (found by tests/e2e/test_local_stack.py). With
-# background propagation the old Job object goes at once and its pods after it.
-DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
 _SOURCE: Final = "MiniClusterArgs"
+R = TypeVar("R", bound=pulumi.CustomResource)
 
 
 class MiniClusterArgs(TypedDict, total=False):
@@ -142,7 +131,10 @@ class MiniCluster(MiniClusterOutputs):
     """The rendered objects, with placeholder tokens where the certificate and a lead go (never
     the secret itself)."""
     keygen: local.Command | None
-    """The keygen Command, when the certificate is generated."""
+    """The keygen Command, when the certificate is generated (also ``resources.keygen``)."""
+    resources: MiniClusterResources
+    """The children as typed resources (``cluster.resources.job``), to depend on or export
+    from; see ``deploy.children``."""
 
     def __init__(
         self,
@@ -154,7 +146,8 @@ class MiniCluster(MiniClusterOutputs):
         super().__init__(TYPE, resource_name, {}, opts)
         self.plan = prepared.plan
         self.rendering = prepared.rendering
-        self.keygen = expand(self, resource_name, prepared, opts)
+        self.resources = expand(self, resource_name, prepared, opts)
+        self.keygen = self.resources.keygen
 
 
 @dataclass(frozen=True)
@@ -164,6 +157,7 @@ class Prepared:
     plan: plans.MiniClusterPlan
     rendering: Rendering
     keygen: KeygenSettings
+    wait: Wait
     certificate: pulumi.Input[str] | None  # None: the keygen Command makes one
     certificate_source: str
     lead_broker: pulumi.Input[str] | None
@@ -175,147 +169,251 @@ def expand(
     resource_name: str,
     prepared: Prepared,
     opts: pulumi.ResourceOptions | None,
-) -> local.Command | None:
+) -> MiniClusterResources:
     """Register a prepared MiniCluster's children under ``component`` and publish its outputs.
 
     Both faces of the component call this: the Python class and the one other languages reach
     through the component provider (``deploy.multilanguage``). It sets every name of ``OUTPUTS``
-    on ``component`` and registers them; it returns the keygen Command, if one was created.
+    on ``component`` and registers them; it returns the children it registered.
     """
-    plan = prepared.plan
-    rendering = prepared.rendering
+    parent = _Parent(component, _depends_on(opts))
+    keygen = _keygen(resource_name, prepared, parent)
+    secrets = _secret_values(prepared, keygen)
+    for warning in prepared.plan.definition.warnings:
+        pulumi.log.warn(str(warning), resource=component)
+    lead = _lead(prepared, secrets)
+    replacements = {**secrets, **lead.replacements}
+    children = _register(resource_name, prepared, lead, replacements, parent, keygen)
+    _publish(component, prepared.plan, children, lead, replacements)
+    return children
 
-    def child_opts(
+
+@dataclass(frozen=True)
+class _Parent:
+    """The component every child is parented to, and the caller's dependencies every child has.
+
+    The caller's ``depends_on`` applies to every child: a keygen pod or a Pod must not start
+    before, say, the Namespace the caller created for it.
+    """
+
+    component: pulumi.ComponentResource
+    caller: list[pulumi.Resource]
+
+    def opts(
+        self,
         gate: pulumi.Output[Any] | None = None,
         *,
-        extra_depends_on: list[pulumi.Resource] | None = None,
+        after: Sequence[pulumi.Resource] = (),
         **options: Any,
     ) -> pulumi.ResourceOptions:
-        """Options of a child: parented here, after the caller's dependencies and the gate.
-
-        The caller's ``depends_on`` applies to every child: a keygen pod or a Pod must not start
-        before, say, the Namespace the caller created for it. A ``gate`` is an Output every
-        child waits for (a burst's checked group), so nothing is created when it fails.
-        """
-        depends: list[pulumi.Resource] = [*caller, *(extra_depends_on or [])]
+        """A child's options: after the caller's dependencies, ``after`` and the ``gate``, an
+        Output every child waits for (a burst's checked group), so nothing is created when it
+        fails."""
+        depends: list[pulumi.Resource] = [*self.caller, *after]
         depends_on: pulumi.Input[list[pulumi.Resource]] = depends
         if gate is not None:
             depends_on = gate.apply(lambda _: depends)
-        return pulumi.ResourceOptions(parent=component, depends_on=depends_on, **options)
+        return pulumi.ResourceOptions(parent=self.component, depends_on=depends_on, **options)
 
-    caller = _depends_on(opts)
-    keygen: local.Command | None = None
-    if prepared.certificate is None:
-        keygen = keygen_command(resource_name, prepared.keygen, opts=child_opts())
-        raw_certificate: pulumi.Input[str | None] = keygen.stdout
-    else:
-        raw_certificate = prepared.certificate
-    certificate = outputs.checked_certificate(raw_certificate, prepared.certificate_source)
-    public_key = outputs.public_key_of(certificate)
-    replacements: dict[str, pulumi.Output[str]] = {
+
+def _keygen(resource_name: str, prepared: Prepared, parent: _Parent) -> local.Command | None:
+    """The Command that makes the certificate, when none was given."""
+    if prepared.certificate is not None:
+        return None
+    return keygen_command(resource_name, prepared.keygen, opts=parent.opts())
+
+
+def _secret_values(
+    prepared: Prepared, keygen: local.Command | None
+) -> dict[str, pulumi.Output[str]]:
+    """The certificate (checked), its public key and v1alpha1's credentials derived from it, by
+    the placeholder each replaces; all but the public key are secret Outputs."""
+    raw: pulumi.Input[str | None] = keygen.stdout if keygen is not None else prepared.certificate
+    certificate = outputs.checked_certificate(raw, prepared.certificate_source)
+    values = {
         placeholders.CURVE_CERT: certificate,
-        placeholders.CURVE_PUBLIC_KEY: public_key,
+        placeholders.CURVE_PUBLIC_KEY: outputs.public_key_of(certificate),
     }
-    # v1alpha1's generated secrets (munge key, passwords, RESTful token) derive from the
-    # certificate: secret Outputs too, computed only once it is known.
-    for token, derive in credentials.derivations(plan).items():
-        replacements[token] = pulumi.Output.secret(certificate.apply(derive))
-    for warning in plan.definition.warnings:
-        pulumi.log.warn(str(warning), resource=component)
-    hostlist: pulumi.Input[str] = plan.hostlist
-    lead_host: pulumi.Input[str] = plan.names.lead_fqdn
-    gate: pulumi.Output[Any] | None = None
-    if prepared.lead_broker is not None:
-        address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
-        replacements[placeholders.LEAD_ADDRESS] = address
-        lead_host = address
-        hostlist = outputs.substitute(plan.hostlist, replacements)
-    if prepared.burst_group is not None:
-        group = burstgroup.resolve(
-            plan, rendering, prepared.burst_group, replacements[placeholders.LEAD_ADDRESS]
-        )
-        rendering = burstgroup.apply(rendering, group)
-        hostlist = group.hostlist
-        replacements[placeholders.LEAD_NAME] = group.lead_name
-        # No object may be created for a cluster its root does not declare.
-        gate = group.hostlist
+    # v1alpha1's generated secrets (munge key, passwords, RESTful token): computed only once the
+    # certificate is known.
+    for token, derive in credentials.derivations(prepared.plan).items():
+        values[token] = pulumi.Output.secret(certificate.apply(derive))
+    return values
 
-    # v1alpha1's `delete: false`: the volume and its claim outlive `pulumi destroy`.
-    kept = {
-        name
-        for item in plan.operator_volumes
-        if not item.volume.delete
-        for name in (item.persistent_volume, item.claim)
-    }
+
+@dataclass(frozen=True)
+class _Lead:
+    """Where a cluster's lead is: its own rank 0, or the lead broker a bursted cluster joins."""
+
+    rendering: Rendering
+    """The rendering, with a burst group's rank order filled in."""
+    hostlist: pulumi.Input[str]
+    host: pulumi.Input[str]
+    gate: pulumi.Output[Any] | None
+    """A burst's checked group: no object may be created for a cluster its root does not
+    declare."""
+    replacements: dict[str, pulumi.Output[str]]
+    """The lead's placeholders (its address and name) and their values."""
+
+
+def _lead(prepared: Prepared, secrets: Mapping[str, pulumi.Output[str]]) -> _Lead:
+    """The lead substituted: ``lead_broker``'s address and, with ``burst_group``, the group."""
+    plan = prepared.plan
+    if prepared.lead_broker is None:
+        return _Lead(prepared.rendering, plan.hostlist, plan.names.lead_fqdn, None, {})
+    address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
+    replacements = {placeholders.LEAD_ADDRESS: address}
+    if prepared.burst_group is None:
+        hostlist = outputs.substitute(plan.hostlist, {**secrets, **replacements})
+        return _Lead(prepared.rendering, hostlist, address, None, replacements)
+    group = burstgroup.resolve(plan, prepared.burst_group, address)
+    replacements[placeholders.LEAD_NAME] = group.lead_name
+    rendering = burstgroup.apply(prepared.rendering, group)
+    return _Lead(rendering, group.hostlist, address, group.hostlist, replacements)
+
+
+def _register(
+    resource_name: str,
+    prepared: Prepared,
+    lead: _Lead,
+    replacements: Mapping[str, pulumi.Output[str]],
+    parent: _Parent,
+    keygen: local.Command | None,
+) -> MiniClusterResources:
+    """Every rendered object as its typed resource, in creation order, then the size patch."""
+    plan = prepared.plan
+    rendering = lead.rendering
     before_job: list[pulumi.Resource] = [] if keygen is None else [keygen]
-    registered: dict[int, pulumi.CustomResource] = {}
-    for manifest in rendering.objects():
-        if manifest is rendering.job:
-            continue
-        retain = manifest["metadata"]["name"] in kept and manifest["kind"] in (
-            "PersistentVolume",
-            "PersistentVolumeClaim",
-        )
-        resource = resources.register(
-            resource_name,
-            _secret_data(outputs.substitute(manifest, replacements)),
-            child_opts(gate, delete_before_replace=True, retain_on_delete=retain or None),
-        )
-        registered[id(manifest)] = resource
-        before_job.append(resource)
-    service = registered[id(rendering.headless_service)]
 
-    job_registered, patch_await = job_registration(rendering.job)
-    job = resources.register(
+    def child(
+        cls: type[R], manifest: Mapping[str, Any], *, secret: bool = False, retain: bool = False
+    ) -> R:
+        filled = outputs.substitute(manifest, replacements)
+        resource = resources.register_as(
+            cls,
+            resource_name,
+            _secret_data(filled) if secret else filled,
+            parent.opts(lead.gate, delete_before_replace=True, retain_on_delete=retain or None),
+        )
+        before_job.append(resource)
+        return resource
+
+    def maybe(
+        cls: type[R], manifest: Mapping[str, Any] | None, *, secret: bool = False
+    ) -> R | None:
+        return None if manifest is None else child(cls, manifest, secret=secret)
+
+    entrypoint = child(k8s.core.v1.ConfigMap, rendering.entrypoint)
+    curve_secret = maybe(k8s.core.v1.Secret, rendering.curve_secret, secret=True)
+    secrets = tuple(child(k8s.core.v1.Secret, m, secret=True) for m in rendering.credentials)
+    volumes: list[k8s.core.v1.PersistentVolume | k8s.core.v1.PersistentVolumeClaim] = []
+    # Each operator volume renders as its PersistentVolume, then its claim. v1alpha1's
+    # `delete: false`: both outlive `pulumi destroy`.
+    for item, volume, claim in zip(
+        plan.operator_volumes, rendering.volumes[0::2], rendering.volumes[1::2], strict=True
+    ):
+        retain = not item.volume.delete
+        volumes.append(child(k8s.core.v1.PersistentVolume, volume, retain=retain))
+        volumes.append(child(k8s.core.v1.PersistentVolumeClaim, claim, retain=retain))
+    policies = tuple(child(k8s.networking.v1.NetworkPolicy, m) for m in rendering.network_policies)
+    services_pod = maybe(k8s.core.v1.Pod, rendering.services_pod)
+    headless_service = child(k8s.core.v1.Service, rendering.headless_service)
+    services_service = maybe(k8s.core.v1.Service, rendering.services_service)
+    sidecars = tuple(child(k8s.core.v1.Service, m) for m in rendering.sidecar_services)
+    restful_service = maybe(k8s.core.v1.Service, rendering.restful_service)
+    job, size_patch = _job(
+        resource_name, prepared, rendering, replacements, parent, lead, before_job
+    )
+    return MiniClusterResources(
+        job=job,
+        headless_service=headless_service,
+        entrypoint=entrypoint,
+        curve_secret=curve_secret,
+        network_policies=policies,
+        size_patch=size_patch,
+        keygen=keygen,
+        credentials=secrets,
+        volumes=tuple(volumes),
+        services_pod=services_pod,
+        services_service=services_service,
+        sidecar_services=sidecars,
+        restful_service=restful_service,
+    )
+
+
+def _job(
+    resource_name: str,
+    prepared: Prepared,
+    rendering: Rendering,
+    replacements: Mapping[str, pulumi.Output[str]],
+    parent: _Parent,
+    lead: _Lead,
+    before_job: list[pulumi.Resource],
+) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch]:
+    """The Job, after every other child, and the JobPatch that owns its size."""
+    plan = prepared.plan
+    job_registered = awaiting.registered_job(plan, rendering.job, prepared.wait)
+    job = resources.register_as(
+        k8s.batch.v1.Job,
         resource_name,
         outputs.substitute(job_registered, replacements),
-        child_opts(
-            gate,
-            extra_depends_on=before_job,
+        parent.opts(
+            lead.gate,
+            after=before_job,
             delete_before_replace=True,
             replace_on_changes=["spec.template"],
             ignore_changes=list(JOB_IGNORE_CHANGES),
         ),
     )
     size = plan.spec.size
-    k8s.batch.v1.JobPatch(
+    patch = k8s.batch.v1.JobPatch(
         f"{resource_name}-size",
         metadata={
             "name": plan.names.cluster,
             "namespace": plan.namespace,
             "annotations": {
-                PATCH_FORCE_ANNOTATION: "true",
+                awaiting.PATCH_FORCE_ANNOTATION: "true",
                 # An Output: a burst's Job holds text that is known once its root's is.
-                JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(_job_hash),
-                **patch_await,
+                awaiting.JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(
+                    _job_hash
+                ),
+                **awaiting.patch_await_annotations(plan, prepared.wait),
             },
         },
         spec={"parallelism": size, "completions": size},
         # deleted_with: on destroy the Job goes anyway. Deleting the patch first would
         # relinquish parallelism/completions, and an Indexed Job without completions is
         # refused by the API server, failing the destroy.
-        opts=child_opts(None, extra_depends_on=[job], deleted_with=job),
+        opts=parent.opts(None, after=[job], deleted_with=job),
     )
+    return job, patch
 
+
+def _publish(
+    component: pulumi.ComponentResource,
+    plan: plans.MiniClusterPlan,
+    children: MiniClusterResources,
+    lead: _Lead,
+    replacements: Mapping[str, pulumi.Output[str]],
+) -> None:
+    """Set and register every output of ``OUTPUTS`` on ``component``."""
+    size = plan.spec.size
     published: dict[str, pulumi.Output[Any]] = {
         # Tied to the resources, so that a consumer of these names waits for the objects.
-        "job_name": cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name)),
-        "service_name": cast(k8s.core.v1.Service, service).metadata.apply(
-            lambda meta: str(meta.name)
-        ),
+        "job_name": children.job.metadata.apply(lambda meta: str(meta.name)),
+        "service_name": children.headless_service.metadata.apply(lambda meta: str(meta.name)),
         "namespace": pulumi.Output.from_input(plan.namespace),
-        "lead_broker_host": pulumi.Output.from_input(lead_host),
-        "hostlist": pulumi.Output.from_input(hostlist),
+        "lead_broker_host": pulumi.Output.from_input(lead.host),
+        "hostlist": pulumi.Output.from_input(lead.hostlist),
         "size": pulumi.Output.from_input(size),
         "max_size": pulumi.Output.from_input(plan.spec.max_size),
-        "curve_public_key": public_key,
-        "curve_cert": certificate,
+        "curve_public_key": replacements[placeholders.CURVE_PUBLIC_KEY],
+        "curve_cert": replacements[placeholders.CURVE_CERT],
         **_restful_outputs(plan, replacements),
     }
     for name, value in published.items():
         setattr(component, name, value)
     component.register_outputs(published)
-    return keygen
 
 
 def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
@@ -354,36 +452,10 @@ def _restful_outputs(
     )
     return {
         "restful_url": pulumi.Output.from_input(url),
-        "restful_user": pulumi.Output.from_input(
-            restful.username or credentials.DEFAULT_RESTFUL_USER
-        ),
+        "restful_user": pulumi.Output.from_input(plan.restful_user),
         "restful_token": pulumi.Output.secret(token),
         "restful_secret_key": pulumi.Output.secret(secret_key),
     }
-
-
-def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The rendered Job as the component registers it, and the await annotations of its JobPatch.
-
-    A ``waitFor`` (it names the size) moves to the JobPatch and the Job gets ``skipAwait`` in its
-    place. A Job without ``waitFor`` keeps its await annotations and the patch skips awaiting: the
-    Job itself already waited (or skips). A Job that skips awaiting is deleted with background
-    propagation (``DELETION_PROPAGATION_ANNOTATION``); everything else is the rendered Job.
-    """
-    metadata = dict(job["metadata"])
-    annotations = dict(metadata.get("annotations") or {})
-    wait_for = annotations.pop(lbl.WAIT_FOR_ANNOTATION, None)
-    patch_await = (
-        {lbl.SKIP_AWAIT_ANNOTATION: "true"}
-        if wait_for is None
-        else {lbl.WAIT_FOR_ANNOTATION: wait_for}
-    )
-    if wait_for is not None:
-        annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
-    if annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true":
-        annotations[DELETION_PROPAGATION_ANNOTATION] = "background"
-    metadata["annotations"] = annotations
-    return {**job, "metadata": metadata}, patch_await
 
 
 def _job_hash(job: Mapping[str, Any]) -> str:
@@ -393,9 +465,7 @@ def _job_hash(job: Mapping[str, Any]) -> str:
 
 
 def _secret_data(manifest: dict[str, Any]) -> dict[str, Any]:
-    """A Secret's data as a secret Output, whatever it holds; other objects unchanged."""
-    if manifest["kind"] != "Secret":
-        return manifest
+    """A Secret's data as a secret Output, whatever it holds."""
     return {
         key: pulumi.Output.secret(value) if key in ("data", "stringData") else value
         for key, value in manifest.items()
@@ -459,24 +529,26 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         rendering = render(
             plan,
             None,
-            wait=wait,
             network_policy=bool(args.get("network_policy", True)),
             lead_source_ranges=list(args.get("lead_source_ranges") or ()),
         )
     except SpecError as err:
         raise err.with_source(_SOURCE) from None
     keygen = settings_from_args(args.get("keygen"), plan)
-    certificate: pulumi.Input[str] | None
-    if curve_cert is not None:
-        certificate, source = curve_cert, "the curve_cert argument"
-    elif definition.spec.flux.curve_cert is not None:
-        certificate, source = definition.spec.flux.curve_cert, "spec.flux.curveCert"
-    else:
-        certificate, source = None, f"the keygen Command (strategy {keygen.strategy!r})"
+    choice: tuple[pulumi.Input[str] | None, certificates.CertificateSource] = certificates.choose(
+        curve_cert, definition.spec.flux.curve_cert
+    )
+    certificate, chosen = choice
+    source = {
+        certificates.CertificateSource.GIVEN: "the curve_cert argument",
+        certificates.CertificateSource.SPEC: "spec.flux.curveCert",
+        certificates.CertificateSource.NEW: f"the keygen Command (strategy {keygen.strategy!r})",
+    }[chosen]
     return Prepared(
         plan=plan,
         rendering=rendering,
         keygen=keygen,
+        wait=wait,
         certificate=certificate,
         certificate_source=source,
         lead_broker=lead_broker,

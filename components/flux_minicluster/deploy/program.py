@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from flux_minicluster.core import labels, layout
+from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import lead_service
@@ -27,16 +28,6 @@ from flux_minicluster.deploy import sdkinternals, stackconfig
 from flux_minicluster.deploy.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
 from flux_minicluster.deploy.stackconfig import PROJECT, StackConfig
-
-# Stack outputs a root publishes for the clusters that burst to it (and that a burst reads).
-ROOT_OUTPUTS = (
-    "leadBrokerAddress",
-    "leadBrokerPort",
-    "leadName",
-    "leadSize",
-    "burstClusters",
-    "curveCert",
-)
 
 
 def read_config() -> StackConfig:
@@ -64,12 +55,6 @@ def make_provider(config: StackConfig) -> k8s.Provider:
     )
 
 
-def output_name(attribute: str) -> str:
-    """The stack output a component output is exported as: ``job_name`` -> ``jobName``."""
-    head, *rest = attribute.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def main(project_root: Path | None = None) -> None:
     root = project_root or Path(pulumi.get_root_directory() or os.getcwd())
     config = read_config()
@@ -78,14 +63,14 @@ def main(project_root: Path | None = None) -> None:
     role = config.bursting.role
     reference: pulumi.StackReference | None = None
     gate: pulumi.Output[Any] | None = None
-    if role == "burst":
+    if role == stackconfig.ROLE_BURST:
         definition = stackconfig.burst_definition(definition)
         root_stack = config.bursting.root_stack
         assert root_stack is not None
         reference = pulumi.StackReference(f"{pulumi.get_stack()}-root", stack_name=root_stack)
         group = _checked_group(reference, definition, root_stack)
         gate = group
-    elif role == "root":
+    elif role == stackconfig.ROLE_ROOT:
         definition = stackconfig.root_definition(definition, config.bursting.clusters)
 
     opts = pulumi.ResourceOptions(provider=provider)
@@ -110,8 +95,8 @@ def main(project_root: Path | None = None) -> None:
         extra = {"curve_cert": pulumi.Output.secret(config.curve_cert)}
     if reference is not None and gate is not None:
         extra = {
-            "curve_cert": reference.require_output("curveCert"),
-            "lead_broker": reference.require_output("leadBrokerAddress"),
+            "curve_cert": reference.require_output(so.CURVE_CERT),
+            "lead_broker": reference.require_output(so.LEAD_BROKER_ADDRESS),
             "burst_group": gate,
         }
     cluster = MiniCluster(definition.name, _args(config, definition, extra), opts=child_opts)
@@ -120,11 +105,11 @@ def main(project_root: Path | None = None) -> None:
             continue  # the root's certificate: the root publishes it
         if attribute.startswith("restful_") and cluster.plan.restful is None:
             continue  # only a v1alpha1 cluster without a command serves the RESTful API
-        pulumi.export(output_name(attribute), getattr(cluster, attribute))
-    if role == "root":
+        pulumi.export(so.stack_output_name(attribute), getattr(cluster, attribute))
+    if role == stackconfig.ROLE_ROOT:
         _root_exports(config, cluster, child_opts)
     if config.bursting.root_stack is not None:
-        pulumi.export("rootStack", config.bursting.root_stack)
+        pulumi.export(so.ROOT_STACK, config.bursting.root_stack)
 
 
 def _checked_group(
@@ -144,10 +129,10 @@ def _checked_group(
         }
 
     return pulumi.Output.all(
-        reference.require_output("leadName"),
-        reference.require_output("leadSize"),
-        reference.require_output("leadBrokerPort"),
-        reference.require_output("burstClusters"),
+        reference.require_output(so.LEAD_NAME),
+        reference.require_output(so.LEAD_SIZE),
+        reference.require_output(so.LEAD_BROKER_PORT),
+        reference.require_output(so.BURST_CLUSTERS),
     ).apply(check)
 
 
@@ -218,12 +203,12 @@ def _root_exports(config: StackConfig, cluster: MiniCluster, opts: pulumi.Resour
             )
         address = pulumi.Output.from_input(config.bursting.lead_address)
         port = config.bursting.node_port or service.spec.ports.apply(_node_port)
-    pulumi.export("leadBrokerAddress", address)
-    pulumi.export("leadBrokerPort", port)
-    pulumi.export("leadName", plan.name)
-    pulumi.export("leadSize", plan.spec.max_size)
+    pulumi.export(so.LEAD_BROKER_ADDRESS, address)
+    pulumi.export(so.LEAD_BROKER_PORT, port)
+    pulumi.export(so.LEAD_NAME, plan.name)
+    pulumi.export(so.LEAD_SIZE, plan.spec.max_size)
     pulumi.export(
-        "burstClusters", [{"name": c.name, "size": c.size} for c in config.bursting.clusters]
+        so.BURST_CLUSTERS, [{"name": c.name, "size": c.size} for c in config.bursting.clusters]
     )
 
 

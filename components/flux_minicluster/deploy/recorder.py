@@ -35,14 +35,13 @@ from typing import Any, Final, Generic, TypeVar
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
-from flux_minicluster.core import jsonvalues
+from flux_minicluster.core import jsonvalues, stackoutputs
 from flux_minicluster.deploy.sdkinternals import RegistrationOptions, registration_options
 
 __all__ = [
     "COMMAND_TYPE",
     "SECRET_SIG",
     "SECRET_SIG_KEY",
-    "STACK_REFERENCE_TYPE",
     "CommandStdout",
     "Export",
     "ProgramRun",
@@ -59,7 +58,6 @@ __all__ = [
 ]
 
 COMMAND_TYPE: Final = "command:local:Command"
-STACK_REFERENCE_TYPE: Final = "pulumi:pulumi:StackReference"
 # Pulumi's wire encoding of a secret (pulumi.runtime.rpc._special_sig_key / _special_secret_sig):
 # {SECRET_SIG_KEY: SECRET_SIG, "value": <the value>}.
 SECRET_SIG_KEY: Final = "4dabf18193072939515e22adb298388d"
@@ -205,7 +203,7 @@ class RegistrationRecorder(pulumi.runtime.Mocks):
         state = dict(args.inputs)
         if args.typ == COMMAND_TYPE:
             state.update(self._command_outputs(args))
-        elif args.typ == STACK_REFERENCE_TYPE:
+        elif args.typ == stackoutputs.STACK_REFERENCE_TYPE:
             state.update(self._stack_reference_outputs(args))
         for key in options.additional_secret_outputs if options else ():
             if key in state and state[key] is not None and not _is_secret(state[key]):

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-__all__ = ["KINDS", "Kind", "kind_of", "logical_name", "register"]
+__all__ = ["KINDS", "Kind", "kind_of", "logical_name", "register", "register_as"]
 
 Factory = Callable[..., pulumi.CustomResource]
+R = TypeVar("R", bound=pulumi.CustomResource)
 
 
 @dataclass(frozen=True)
@@ -114,3 +115,15 @@ def register(
         kind.fields[field]: value for field, value in manifest.items() if field in kind.fields
     }
     return kind.factory(logical_name(resource_name, manifest), opts=opts, **arguments)
+
+
+def register_as(
+    cls: type[R], resource_name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> R:
+    """``register``, for a manifest the caller knows the typed class of (the Job, a Service)."""
+    resource = register(resource_name, manifest, opts)
+    if not isinstance(resource, cls):
+        raise TypeError(
+            f"{manifest.get('kind')} registers as {type(resource).__name__}, not {cls.__name__}"
+        )
+    return resource

@@ -18,13 +18,14 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
+from flux_minicluster.core import spec
 from flux_minicluster.core.spec import Metadata, MiniClusterSpec
 
 ANY: Final = {"$ref": "pulumi.json#/Any"}
 DOCUMENT: Final = "MiniClusterDocument"
 METADATA: Final = "MiniClusterMetadata"
 SPEC: Final = "MiniClusterSpec"
-API_VERSION: Final = "flux-framework.org/v1alpha2"
+API_VERSION: Final = spec.API_VERSION
 
 
 def _v1alpha1_only(model: type[BaseModel]) -> set[str]:

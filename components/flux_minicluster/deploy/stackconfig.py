@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
@@ -21,14 +21,21 @@ from flux_minicluster.core import documents
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate
-from flux_minicluster.core.render.manifests import Wait
+from flux_minicluster.core.plan import Role
 from flux_minicluster.core.spec import BurstedCluster
-from flux_minicluster.core.validation import translate_errors
+from flux_minicluster.core.validation import burst_membership_problem, translate_errors
+from flux_minicluster.deploy.awaiting import Wait
 from flux_minicluster.deploy.keygen import ContainerRuntime, Strategy
 
 PROJECT = "flux-minicluster"
 
 Cloud = Literal["gke", "eks", "aks", "kind", "generic"]
+StackRole = Literal["none", "root", "burst"]
+"""A stack's place in a bursting group (``bursting.role``): as the plan's ``Role`` says it,
+except that a stack without one says ``none``."""
+ROLE_NONE: Final[StackRole] = "none"
+ROLE_ROOT: Final[StackRole] = Role.ROOT.value
+ROLE_BURST: Final[StackRole] = Role.BURST.value
 
 
 class ConfigModel(BaseModel):
@@ -84,7 +91,7 @@ class BurstTarget(ConfigModel):
 class BurstingConfig(ConfigModel):
     """A root declares where it bursts; a burst stack names its root stack."""
 
-    role: Literal["none", "root", "burst"] = "none"
+    role: StackRole = ROLE_NONE
     # root
     clusters: list[BurstTarget] = Field(default_factory=list)
     expose: Literal["LoadBalancer", "NodePort"] | None = None
@@ -99,11 +106,11 @@ class BurstingConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _role_fields(self) -> BurstingConfig:
-        if self.role == "root" and not self.clusters:
+        if self.role == ROLE_ROOT and not self.clusters:
             raise ValueError("a root must declare the clusters it bursts to (clusters)")
-        if self.role == "burst" and not self.root_stack:
+        if self.role == ROLE_BURST and not self.root_stack:
             raise ValueError("a burst stack must name its root stack (rootStack)")
-        if self.role != "root" and (
+        if self.role != ROLE_ROOT and (
             self.clusters or self.expose or self.node_port or self.source_ranges
         ):
             raise ValueError("clusters, expose, nodePort and sourceRanges belong to role: root")
@@ -114,7 +121,7 @@ class BurstingConfig(ConfigModel):
                 raise ValueError(
                     f"sourceRanges: {cidr!r} is not a CIDR such as 203.0.113.0/24"
                 ) from None
-        if self.role != "burst" and self.root_stack:
+        if self.role != ROLE_BURST and self.root_stack:
             raise ValueError("rootStack belongs to role: burst")
         return self
 
@@ -211,7 +218,7 @@ def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
         config = StackConfig.model_validate(dict(values))
     except ValidationError as err:
         raise SpecError(_config_problems(err)) from None
-    if config.curve_cert is not None and config.bursting.role == "burst":
+    if config.curve_cert is not None and config.bursting.role == ROLE_BURST:
         raise SpecError(
             Problem(f"{PROJECT}:curveCert", "a burst uses its root's certificate; leave it out")
         )
@@ -241,25 +248,23 @@ def _cloud_defaults(mc: MiniClusterDefinition, config: StackConfig) -> MiniClust
 def validate_burst_membership(
     name: str, max_size: int, declared: Sequence[Mapping[str, Any]], root_stack: str
 ) -> None:
-    """A burst cluster must be one the root declared, with the size the root declared."""
-    entry = next((c for c in declared if c.get("name") == name), None)
-    if entry is None:
-        names = ", ".join(str(c.get("name")) for c in declared) or "none"
-        raise SpecError(
-            Problem(
-                f"{PROJECT}:minicluster",
-                f"burst cluster {name!r} is not declared by the root stack {root_stack!r} "
-                f"(it declares: {names}); add it to the root's {PROJECT}:bursting.clusters",
-            )
+    """The core's one rule of burst membership (``validation.burst_membership_problem``) against
+    the clusters a root stack publishes, said as the stack config a user edits."""
+    clusters = [
+        BurstedCluster(name=str(c.get("name")), size=int(c.get("size", 0))) for c in declared
+    ]
+    problem = burst_membership_problem(name, max_size, clusters)
+    if problem is None:
+        return
+    path, message = problem
+    said = f"spec.maxSize {message}" if path else f"the root's bursting.clusters {message}"
+    raise SpecError(
+        Problem(
+            f"{PROJECT}:minicluster",
+            f"burst cluster {name!r} does not fit the root stack {root_stack!r}: {said}; change "
+            f"it, or the root's {PROJECT}:bursting.clusters",
         )
-    if int(entry.get("size", 0)) != max_size:
-        raise SpecError(
-            Problem(
-                f"{PROJECT}:minicluster",
-                f"burst cluster {name!r} has maxSize {max_size} but the root stack "
-                f"{root_stack!r} declares size {int(entry.get('size', 0))}; they must match",
-            )
-        )
+    )
 
 
 def root_definition(

@@ -31,7 +31,9 @@ from pulumi.runtime.mocks import MockResourceArgs
 
 from flux_minicluster.core import documents
 from flux_minicluster.core import hostlist as hostlists
+from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.render import manifests
 from flux_minicluster.deploy import stackconfig
 from flux_minicluster.deploy.project import Project
 from flux_minicluster.deploy.recorder import (
@@ -61,20 +63,6 @@ LOAD_BALANCER_STAND_IN: Final = "192.0.2.10"
 SECURE_STAND_IN: Final = "offline-stand-in"
 SUMMARY_COLUMNS: Final = ("stack", "objects", "pods", "hostlist", "lead broker", "seconds")
 PATCH_SUFFIX: Final = "Patch"
-# The order objects are applied in (kubectl applies a folder's files in name order): what others
-# refer to comes first, the Job last.
-_KIND_ORDER: Final = (
-    "Namespace",
-    "ServiceAccount",
-    "Secret",
-    "ConfigMap",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "NetworkPolicy",
-    "Service",
-    "Pod",
-    "Job",
-)
 
 
 class OfflineMocks(RegistrationRecorder):
@@ -109,16 +97,16 @@ class StackRendering:
             for o in self.objects
             if o["kind"] in ("Job", "Pod")
         )
-        hosts = str(self.outputs.get("hostlist", ""))
+        hosts = str(self.outputs.get(so.HOSTLIST, ""))
         count = hostlists.count(hosts) if hosts else 0
-        lead = self.outputs.get("leadBrokerAddress")
+        lead = self.outputs.get(so.LEAD_BROKER_ADDRESS)
         if lead:
-            lead = f"exposes {lead}:{self.outputs.get('leadBrokerPort')}"
-        elif self.outputs.get("rootStack"):
-            root = str(self.outputs["rootStack"]).rsplit("/", 1)[-1]
-            lead = f"joins {self.outputs.get('leadBrokerHost', '')} ({root})"
+            lead = f"exposes {lead}:{self.outputs.get(so.LEAD_BROKER_PORT)}"
+        elif self.outputs.get(so.ROOT_STACK):
+            root = str(self.outputs[so.ROOT_STACK]).rsplit("/", 1)[-1]
+            lead = f"joins {self.outputs.get(so.LEAD_BROKER_HOST, '')} ({root})"
         else:
-            lead = str(self.outputs.get("leadBrokerHost", ""))
+            lead = str(self.outputs.get(so.LEAD_BROKER_HOST, ""))
         return (
             self.stack,
             str(len(self.objects) + len(self.patches)),
@@ -198,7 +186,7 @@ def cluster_notes(config: stackconfig.StackConfig) -> list[str]:
 def root_of(config: Mapping[str, Any]) -> str | None:
     """The root stack a burst stack names (``organization/<project>/<stack>``), if any."""
     bursting = config.get(f"{PROJECT}:bursting")
-    if isinstance(bursting, Mapping) and bursting.get("role") == "burst":
+    if isinstance(bursting, Mapping) and bursting.get("role") == stackconfig.ROLE_BURST:
         root = bursting.get("rootStack")
         if isinstance(root, str) and root:
             return root
@@ -325,8 +313,11 @@ def _spec_error(err: BaseException) -> SpecError | None:
 
 
 def apply_order(manifest: Mapping[str, Any]) -> tuple[int, str, str]:
-    """The key that sorts objects so that what an object refers to comes before it."""
-    kind = str(manifest.get("kind", ""))
-    rank = _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+    """The key that sorts a stack's objects: the core's apply order (what an object refers to
+    comes before it), then namespace and name."""
     metadata = manifest.get("metadata") or {}
-    return rank, str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+    return (
+        manifests.apply_order(manifest),
+        str(metadata.get("namespace", "")),
+        str(metadata.get("name", "")),
+    )

@@ -59,7 +59,6 @@ __all__ = [
     "Option",
     "Rule",
     "Settings",
-    "get_rule",
 ]
 
 ALL_RULES: tuple[Rule, ...] = (
@@ -76,14 +75,7 @@ ALL_RULES: tuple[Rule, ...] = (
     LEAD_OPEN_TO_ALL,
 )
 
-_BY_ID = {rule.id: rule for rule in ALL_RULES}
-if len(_BY_ID) != len(ALL_RULES):  # pragma: no cover - a programming error caught at import
+if len({rule.id for rule in ALL_RULES}) != len(
+    ALL_RULES
+):  # pragma: no cover - a programming error caught at import
     raise RuntimeError("two policy rules share an id")
-
-
-def get_rule(rule_id: str) -> Rule:
-    """The rule with this id; ``KeyError`` naming the known ids otherwise."""
-    try:
-        return _BY_ID[rule_id]
-    except KeyError:
-        raise KeyError(f"no policy rule {rule_id!r}; known: {', '.join(_BY_ID)}") from None

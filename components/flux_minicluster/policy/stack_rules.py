@@ -18,6 +18,8 @@ from typing import Any
 
 from flux_minicluster.core import certificate, hostlist, layout
 from flux_minicluster.core import labels as lbl
+from flux_minicluster.core import stackoutputs as so
+from flux_minicluster.core.plan import Role
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy import stackref
 from flux_minicluster.policy.model import Manifest, Rule, Settings
@@ -29,7 +31,7 @@ Keyed = tuple[Manifest, str]
 Expanded = tuple[Manifest, list[str]]
 """A ConfigMap and its hostlist, expanded host by host."""
 
-_ROOT_ROLES = frozenset({"standalone", "root"})
+_ROOT_ROLES = frozenset({Role.STANDALONE.value, Role.ROOT.value})
 
 
 def _preview(hosts: Sequence[str], limit: int = 6) -> str:
@@ -361,12 +363,12 @@ def _check_group_certificates(group: str, members: list[Manifest]) -> list[Findi
 def _root_public_key(reference: Manifest) -> tuple[str, str] | None:
     """``(public key, output it is from)``: ``curvePublicKey``, else the key in ``curveCert``."""
     outputs = stackref.outputs_of(reference)
-    key = outputs.get(stackref.CURVE_PUBLIC_KEY)
+    key = outputs.get(so.CURVE_PUBLIC_KEY)
     if isinstance(key, str) and key:
-        return key, stackref.CURVE_PUBLIC_KEY
-    cert = outputs.get(stackref.CURVE_CERT)  # a secret: read only when there is no public key
+        return key, so.CURVE_PUBLIC_KEY
+    cert = outputs.get(so.CURVE_CERT)  # a secret: read only when there is no public key
     key = certificate.public_key_in(cert) if isinstance(cert, str) else None
-    return None if key is None else (key, stackref.CURVE_CERT)
+    return None if key is None else (key, so.CURVE_CERT)
 
 
 def _check_certificates_against_root(
@@ -382,7 +384,7 @@ def _check_certificates_against_root(
             (
                 reference,
                 f"the root stack {stack!r} of burst group {group!r} exports neither "
-                f"{stackref.CURVE_PUBLIC_KEY} nor a {stackref.CURVE_CERT} with a public key, so "
+                f"{so.CURVE_PUBLIC_KEY} nor a {so.CURVE_CERT} with a public key, so "
                 "the group's certificate cannot be checked; run 'pulumi up' on the root stack",
             )
         )
@@ -480,10 +482,10 @@ def _check_hostlists_against_root(
     if not expanded:
         return out
     stack = mf.name(reference)
-    written = _root_output(reference, stackref.HOSTLIST)
+    written = _root_output(reference, so.HOSTLIST)
     if written is None:
-        return [*out, _no_output(reference, group, stackref.HOSTLIST, "the group's rank order")]
-    where = f"the {stackref.HOSTLIST} output of the root stack {stack!r}"
+        return [*out, _no_output(reference, group, so.HOSTLIST, "the group's rank order")]
+    where = f"the {so.HOSTLIST} output of the root stack {stack!r}"
     try:
         root_hosts = hostlist.expand(written)
     except ValueError as err:
@@ -491,11 +493,9 @@ def _check_hostlists_against_root(
     where += f" ({written})"
     lead: str | None = None
     if any(_is_burst(cm, group) for cm, _ in expanded):
-        lead = _root_output(reference, stackref.LEAD_BROKER_ADDRESS)
+        lead = _root_output(reference, so.LEAD_BROKER_ADDRESS)
         if lead is None:
-            out.append(
-                _no_output(reference, group, stackref.LEAD_BROKER_ADDRESS, "the bursts' rank 0")
-            )
+            out.append(_no_output(reference, group, so.LEAD_BROKER_ADDRESS, "the bursts' rank 0"))
     for cm, hosts in expanded:
         burst = _is_burst(cm, group)
         if len(hosts) != len(root_hosts):
@@ -512,7 +512,7 @@ def _check_hostlists_against_root(
                 (
                     cm,
                     f"hostlist starts with {hosts[0]!r}, but rank 0 of a burst cluster must be "
-                    f"the root's lead address {lead!r} (the {stackref.LEAD_BROKER_ADDRESS} output "
+                    f"the root's lead address {lead!r} (the {so.LEAD_BROKER_ADDRESS} output "
                     f"of the root stack {stack!r}): the brokers connect to their lead through it",
                 )
             )

@@ -16,7 +16,8 @@ the root's outputs (``minicluster check``, from a rendered root's ``outputs.json
 It has no ``apiVersion``: it is no Kubernetes object, is never applied and never read from a
 manifest file, and rules that look for Kubernetes kinds pass it by. Which burst group a reference
 belongs to is its ``leadName`` output, the root MiniCluster's name, which is also the value of
-the burst-group label on every member's objects.
+the burst-group label on every member's objects. The names of a stack's outputs are
+``core.stackoutputs``'.
 """
 
 from __future__ import annotations
@@ -24,39 +25,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest
 
 __all__ = [
-    "CURVE_CERT",
-    "CURVE_PUBLIC_KEY",
-    "HOSTLIST",
     "KIND",
-    "LEAD_BROKER_ADDRESS",
-    "LEAD_NAME",
-    "TYPE_TOKEN",
     "is_stack_reference",
     "lead_name",
     "outputs_of",
     "stack_reference_manifest",
 ]
 
-TYPE_TOKEN: Final = "pulumi:pulumi:StackReference"
-"""Pulumi's resource type of a StackReference."""
 KIND: Final = "StackReference"
 """The ``kind`` of the manifest that stands for a StackReference."""
-
-# The outputs of a bursting root stack that the rules read (deploy/program.py exports them).
-LEAD_NAME: Final = "leadName"
-"""The root MiniCluster's name: the burst group's name."""
-HOSTLIST: Final = "hostlist"
-"""The root's hostlist, e.g. ``flux-root-[0-1],eks-burst-[0-1]``."""
-LEAD_BROKER_ADDRESS: Final = "leadBrokerAddress"
-"""The address bursts connect to: their rank 0 in place of the root's."""
-CURVE_PUBLIC_KEY: Final = "curvePublicKey"
-"""The public key of the group's CURVE certificate (not secret)."""
-CURVE_CERT: Final = "curveCert"
-"""The certificate itself (a secret); read only when ``curvePublicKey`` is missing."""
 
 
 def stack_reference_manifest(stack_name: str, outputs: Mapping[str, Any]) -> Manifest:
@@ -88,5 +70,5 @@ def outputs_of(m: Manifest) -> dict[str, Any]:
 
 def lead_name(m: Manifest) -> str | None:
     """The burst group a StackReference leads: its ``leadName`` output, if it is a root's."""
-    value = outputs_of(m).get(LEAD_NAME)
+    value = outputs_of(m).get(so.LEAD_NAME)
     return value if isinstance(value, str) and value else None

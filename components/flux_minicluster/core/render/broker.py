@@ -22,8 +22,8 @@ BROKER_TEMPLATE = "broker.toml.j2"
 def hosts_block(entries: Iterable[HostEntry]) -> str:
     """The lines inside ``hosts = [ ... ]``: one inline table per hostlist block, in rank order.
 
-    Written here rather than in the template so that the component can write the same lines for
-    a bursted cluster whose rank order is known only once its root's outputs are.
+    (A bursted cluster whose rank order is known only once its root's outputs are gets the whole
+    file again, from its plan with the group in it: ``plan.with_burst_group``.)
     """
     toml = templating.toml_string
     lines = []

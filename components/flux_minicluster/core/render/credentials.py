@@ -21,10 +21,7 @@ from flux_minicluster.core import credentials, layout, placeholders
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render import meta
 
-__all__ = ["DEFAULT_RESTFUL_USER", "derivations", "secrets"]
-
-# v1alpha1's default FLUX_USER for the RESTful server.
-DEFAULT_RESTFUL_USER = "flux"
+__all__ = ["derivations", "secrets"]
 
 Derivation = Callable[[str], str]
 
@@ -41,7 +38,7 @@ def derivations(plan: MiniClusterPlan) -> dict[str, Derivation]:
     if plan.multi_user is not None:
         for user in plan.multi_user.generated_passwords:
             out[placeholders.password(user)] = partial(_password, user=user)
-    if plan.munge_secret == plan.names.munge_secret:
+    if plan.makes_munge_secret:
         out[placeholders.MUNGE_KEY] = credentials.munge_key
     return out
 
@@ -63,7 +60,7 @@ def secrets(plan: MiniClusterPlan, certificate: str | None) -> list[dict[str, An
     restful = plan.restful
     if restful is not None:
         data = {
-            layout.RESTFUL_USER: restful.username or DEFAULT_RESTFUL_USER,
+            layout.RESTFUL_USER: str(plan.restful_user),
             layout.RESTFUL_TOKEN: value(placeholders.RESTFUL_TOKEN, restful.token),
             layout.RESTFUL_SECRET_KEY: value(placeholders.RESTFUL_SECRET_KEY, restful.secret_key),
         }
@@ -75,7 +72,7 @@ def secrets(plan: MiniClusterPlan, certificate: str | None) -> list[dict[str, An
             for user in plan.multi_user.users
         }
         out.append(_secret(plan, plan.names.users_secret, data))
-    if plan.munge_secret == plan.names.munge_secret:
+    if plan.makes_munge_secret:
         data = {layout.MUNGE_KEY: value(placeholders.MUNGE_KEY, None)}
         out.append(_secret(plan, plan.names.munge_secret, data))
     return out

@@ -6,14 +6,24 @@ exactly these objects (camelCase dicts are what the typed pulumi_kubernetes clas
 data (no Pulumi types, ints as ints), and the same spec always gives the same bytes: a byte that
 changes in a pod template replaces the Job.
 
-The order is the operator's, with the certificate moved out of the ConfigMap into a Secret:
+The order is the operator's, with the certificate moved out of the ConfigMap into a Secret
+(``Rendering`` has a field for each; ``APPLY_ORDER`` is the order by kind):
 
 1. ConfigMap ``<name>-entrypoint`` (scripts, broker.toml, hostlist);
-2. Secret ``<name>-curve`` (the CURVE certificate; the operator keeps it in the ConfigMap);
-3. Pod ``<name>-services`` when ``spec.services`` is set;
-4. the headless Service ``<headlessName>``;
-5. a ClusterIP Service per sidecar container with ports;
-6. the Indexed Job ``<name>``.
+2. Secret ``<name>-curve`` (the CURVE certificate; the operator keeps it in the ConfigMap), unless
+   the spec mounts its own (v1alpha1's ``curveCertSecret``);
+3. v1alpha1: the Secrets of the RESTful server, the users' passwords and the munge key;
+4. v1alpha1's operator-made volumes: each PersistentVolume, then its claim;
+5. the NetworkPolicies: the brokers' mesh, and a bursting root's lead (unless opted out);
+6. Pod ``<name>-services`` when ``spec.services`` is set;
+7. the headless Service ``<headlessName>``;
+8. with ``minimalService`` and services, the headless Service that names the services Pod;
+9. a ClusterIP Service per sidecar container with ports;
+10. v1alpha1: the Service to rank 0's RESTful API server;
+11. the Indexed Job ``<name>``.
+
+A bursting root's lead Service is the stack's to create (``lead_service``), with the exposure
+the stack chooses.
 
 Improvements over the operator, each deliberate:
 
@@ -22,8 +32,6 @@ Improvements over the operator, each deliberate:
 * with ``flux.minimalService`` the Service stays headless (only a headless Service gives
   ``<name>-0.<service>`` its DNS record) and selects rank 0 by the Job controller's
   ``batch.kubernetes.io/job-completion-index`` label, which needs no pod patching;
-* the Job carries Pulumi's await annotations, so ``pulumi up`` neither hangs on a cluster that
-  never completes nor returns before an ephemeral one is up (see ``await_annotations``);
 * ``cleanup: true`` becomes ``ttlSecondsAfterFinished: 0`` (the operator deletes itself).
 """
 
@@ -33,7 +41,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 import yaml
 
@@ -46,11 +54,10 @@ from flux_minicluster.core.render import credentials, kube, meta, network, pod, 
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 __all__ = [
-    "WAIT_MODES",
+    "APPLY_ORDER",
     "Manifest",
     "Rendering",
-    "Wait",
-    "await_annotations",
+    "apply_order",
     "broker_config_hash",
     "kubernetes_order",
     "lead_service",
@@ -61,8 +68,26 @@ __all__ = [
 ]
 
 Manifest = dict[str, Any]
-Wait = Literal["none", "ready", "complete"]
-WAIT_MODES: Final[tuple[str, ...]] = get_args(Wait)
+# The order objects are applied in, by kind (kubectl applies a folder's files in name order, and
+# ``render`` numbers them): what others refer to comes first, the Job, which mounts and names the
+# rest, last. A PersistentVolume and its claim share a step: each volume is followed by its claim.
+APPLY_ORDER: Final[tuple[tuple[str, ...], ...]] = (
+    ("Namespace",),
+    ("ServiceAccount",),
+    ("ConfigMap",),
+    ("Secret",),
+    ("PersistentVolume", "PersistentVolumeClaim"),
+    ("NetworkPolicy",),
+    ("Pod",),
+    ("Service",),
+    ("Job",),
+)
+_STEP: Final = {kind: step for step, kinds in enumerate(APPLY_ORDER) for kind in kinds}
+
+
+def apply_order(manifest: Mapping[str, Any]) -> int:
+    """The step of ``APPLY_ORDER`` an object is applied in (an unknown kind: after every one)."""
+    return _STEP.get(str(manifest.get("kind", "")), len(APPLY_ORDER))
 
 
 # --- shared pieces --------------------------------------------------------------------------
@@ -74,25 +99,6 @@ def _burst_labels(plan: MiniClusterPlan) -> dict[str, str]:
     if plan.burst_group is not None:
         labels[lbl.BURST_GROUP_LABEL] = plan.burst_group
     return labels
-
-
-def await_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
-    """How long ``pulumi up`` waits for the Job.
-
-    * a persistent cluster never completes, and Pulumi's default Job await waits for completion,
-      so it is skipped whatever ``wait`` says;
-    * ``ready``: wait until every broker pod is Ready (``.status.ready`` counts them), which is
-      when the cluster can take work; the Job may run on long after ``pulumi up`` returns;
-    * ``complete``: Pulumi's default Job await, which waits for the Job to finish;
-    * ``none``: register the Job and move on.
-    """
-    if wait not in WAIT_MODES:
-        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
-    if plan.persistent or wait == "none":
-        return {lbl.SKIP_AWAIT_ANNOTATION: "true"}
-    if wait == "ready":
-        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}"}
-    return {}
 
 
 def _broker_port() -> dict[str, Any]:
@@ -291,16 +297,13 @@ def broker_config_hash(broker_toml: str, hostlist: str, lead_address: str | None
     return digest.hexdigest()[:16]
 
 
-def _job(
-    plan: MiniClusterPlan, data: dict[str, str], wait: Wait, public_key: str
-) -> dict[str, Any]:
+def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[str, Any]:
     entrypoint_keys = list(data)
     s = plan.spec
     annotations = {
         lbl.MAX_SIZE_ANNOTATION: str(s.max_size),
         lbl.LIFECYCLE_ANNOTATION: "persistent" if plan.persistent else "ephemeral",
         lbl.ROLE_ANNOTATION: plan.role.value,
-        **await_annotations(plan, wait),
     }
     # The certificate's public key on the pod template: a new certificate (a rotation) changes
     # the template, so every broker restarts with it together instead of a restarted pod holding
@@ -371,8 +374,9 @@ class Rendering:
     job: Manifest
 
     def objects(self) -> list[Manifest]:
-        """Every object, in creation order (the Job last: it mounts what comes before it)."""
-        return list(self._in_order())
+        """Every object, in creation order (``APPLY_ORDER``; the Job last: it mounts what comes
+        before it)."""
+        return sorted(self._in_order(), key=apply_order)
 
     def _in_order(self) -> Iterator[Manifest]:
         yield self.entrypoint
@@ -396,7 +400,6 @@ def render(
     plan: MiniClusterPlan,
     certificate: str | None = None,
     *,
-    wait: Wait = "ready",
     network_policy: bool = True,
     lead_source_ranges: Sequence[str] = (),
 ) -> Rendering:
@@ -410,10 +413,9 @@ def render(
     the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and
     ``placeholders.CURVE_PUBLIC_KEY`` instead, to be replaced before registration. A spec's
     ``flux.curveCert`` is not picked up here: the caller passes it, so that where a secret comes
-    from is always decided in one place.
+    from is always decided in one place. The objects carry no Pulumi annotations: the deploy
+    layer adds what Pulumi needs (``deploy.awaiting``).
     """
-    if wait not in WAIT_MODES:
-        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
     data = entrypoint_data(plan)
     text, public_key = _certificate(certificate)
     services = bool(plan.spec.services)
@@ -443,7 +445,7 @@ def render(
         restful_service=(
             _restful_service(plan, plan.restful.port) if plan.restful is not None else None
         ),
-        job=_job(plan, data, wait, public_key),
+        job=_job(plan, data, public_key),
     )
     if problems := size_problems(rendering):
         raise SpecError(problems)

@@ -1,5 +1,8 @@
 """Is this manifest something a real Kubernetes API server would accept? Checked offline.
 
+An imitation of the API server, not a policy: no policy rule uses it. ``minicluster demo`` and the
+tests check rendered objects with it, and its strict schemas come with the ``dev`` extra.
+
 Rendered objects are checked offline in two layers (and ``make e2e`` checks the same objects
 against a real API server, so that both agree):
 
@@ -28,6 +31,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import names
 from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS, size_problems
 from flux_minicluster.core.quantity import resource_problems
@@ -36,7 +40,6 @@ __all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_e
 
 DEFAULT_VERSION: Final = "1.34"
 
-_DNS1035_LABEL: Final = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
 _CONFIG_KEY: Final = re.compile(r"[-._a-zA-Z0-9]+")
 _PORT_NAME: Final = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 
@@ -64,7 +67,6 @@ _HOST_PATH_TYPES: Final = (
 
 # Labels the Job controller adds to every pod of a Job; a Service may select on them.
 _JOB_NAME_LABELS: Final = ("job-name", "batch.kubernetes.io/job-name")
-_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
 
 
 # --- schemas --------------------------------------------------------------------------------
@@ -160,16 +162,6 @@ def schema_errors(manifest: Mapping[str, Any], version: str = DEFAULT_VERSION) -
 # --- semantics ------------------------------------------------------------------------------
 
 
-def _dns1035_label(value: str) -> str | None:
-    """Service names: a DNS-1035 label (a DNS-1123 label that starts with a letter)."""
-    if len(value) <= 63 and _DNS1035_LABEL.fullmatch(value):
-        return None
-    return (
-        "must be a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with "
-        "a letter and ending with a letter or digit"
-    )
-
-
 def _port_name(value: str) -> str | None:
     """IANA service names, as container ports are named: at most 15 characters with a letter.
 
@@ -236,7 +228,7 @@ def _metadata(manifest: Mapping[str, Any]) -> Iterator[str]:
         yield "metadata.name: required"
     else:
         check = {
-            "Service": _dns1035_label,
+            "Service": names.dns1035_label,
             "Namespace": names.dns1123_label,
         }.get(str(kind), names.dns1123_subdomain)
         if msg := check(name):
@@ -615,7 +607,7 @@ def _pod_label_sets(manifests: list[Mapping[str, Any]]) -> list[tuple[str, dict[
 
 def _selects(selector: Mapping[str, Any], labels: Mapping[str, str], completions: int) -> bool:
     for key, value in selector.items():
-        if key == _COMPLETION_INDEX_LABEL and completions:
+        if key == lbl.COMPLETION_INDEX_LABEL and completions:
             if not (isinstance(value, str) and value.isdigit() and int(value) < completions):
                 return False
         elif labels.get(key) != value:

@@ -1,0 +1,100 @@
+"""What only Pulumi needs on the objects it registers, said in one place: the deploy annotations.
+
+The pure core renders objects for any client (kubectl, GitOps, Pulumi), and these annotations mean
+something to pulumi-kubernetes only, so the component adds them as it registers, and nothing
+else does. A stack's rendering of a spec and ``minicluster render FILE`` of the same spec differ
+by exactly ``DEPLOY_ANNOTATIONS`` on the Job (a test holds it). This module imports no Pulumi:
+``minicluster check`` judges a MiniCluster document as the policy pack would see it registered.
+
+How long ``pulumi up`` waits (the component's ``wait``):
+
+* a persistent cluster never completes, and Pulumi's default Job await waits for completion, so
+  it is skipped whatever ``wait`` says;
+* ``ready``: wait until every broker pod is Ready (``.status.ready`` counts them), which is when
+  the cluster can take work; the Job may run on long after ``pulumi up`` returns. The count is
+  the size, which the size patch owns (``<resource>-size``, a JobPatch): the wait goes on the
+  patch, and the Job skips awaiting. Left on the Job, a resize would update the Job and wait for
+  pods that only the patch, which runs after the Job, can create;
+* ``complete``: Pulumi's default Job await, which waits for the Job to finish; the patch skips;
+* ``none``: register the Job and move on.
+
+A Job that skips awaiting is deleted with background propagation: pulumi-kubernetes then also
+skips waiting for its deletion, so a replacement (delete-before-replace, a fixed name) would apply
+the new Job to the old one while its foreground deletion runs: a field conflict, or a "new" Job
+that disappears with the old one (found by tests/e2e/test_local_stack.py). With background
+propagation the old Job object goes at once and its pods after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Literal, get_args
+
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.plan import MiniClusterPlan
+
+__all__ = [
+    "DELETION_PROPAGATION_ANNOTATION",
+    "DEPLOY_ANNOTATIONS",
+    "JOB_HASH_ANNOTATION",
+    "PATCH_FORCE_ANNOTATION",
+    "WAIT_MODES",
+    "Wait",
+    "job_annotations",
+    "patch_await_annotations",
+    "registered_job",
+]
+
+Wait = Literal["none", "ready", "complete"]
+WAIT_MODES: Final[tuple[str, ...]] = get_args(Wait)
+
+DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
+# On the JobPatch (and so on the live Job): a digest of the Job as registered, without its size.
+# It changes exactly when the Job is replaced or updated, which makes the patch apply again to
+# the new Job; the patch would otherwise be left unchanged and the new Job keep its first size.
+JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
+PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
+
+DEPLOY_ANNOTATIONS: Final = (
+    lbl.SKIP_AWAIT_ANNOTATION,
+    lbl.WAIT_FOR_ANNOTATION,
+    DELETION_PROPAGATION_ANNOTATION,
+)
+"""Every annotation the deploy layer adds to a rendered object (the Job); the size patch, which
+the deploy layer alone makes, also carries ``PATCH_FORCE_ANNOTATION`` and
+``JOB_HASH_ANNOTATION``."""
+
+_SKIP: Final = {lbl.SKIP_AWAIT_ANNOTATION: "true"}
+
+
+def _waits_for_ready(plan: MiniClusterPlan, wait: Wait) -> bool:
+    if wait not in WAIT_MODES:
+        raise ValueError(f"wait must be one of {', '.join(WAIT_MODES)}, got {wait!r}")
+    return wait == "ready" and not plan.persistent
+
+
+def _skips(plan: MiniClusterPlan, wait: Wait) -> bool:
+    return plan.persistent or wait == "none"
+
+
+def job_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
+    """The annotations the Job is registered with, beside the rendered ones."""
+    if _waits_for_ready(plan, wait) or _skips(plan, wait):
+        return {**_SKIP, DELETION_PROPAGATION_ANNOTATION: "background"}
+    return {}  # complete: Pulumi's default Job await
+
+
+def patch_await_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
+    """The await annotations of the size patch."""
+    if _waits_for_ready(plan, wait):
+        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}"}
+    return dict(_SKIP)
+
+
+def registered_job(
+    plan: MiniClusterPlan, job: Mapping[str, object], wait: Wait
+) -> dict[str, object]:
+    """The rendered Job with its deploy annotations, as the component registers it."""
+    metadata = dict(job["metadata"])  # type: ignore[call-overload]
+    annotations = {**(metadata.get("annotations") or {}), **job_annotations(plan, wait)}
+    return {**job, "metadata": {**metadata, "annotations": annotations}}
