@@ -662,6 +662,58 @@ def test_all_problems_are_reported_at_once() -> None:
 
 
 @pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        # A type error beside an unrelated cross-field problem: both in one run.
+        (
+            {"size": "two", "flux": {"connectTimeout": "5 sec"}},
+            {"spec.size": "must be an integer", "spec.flux.connectTimeout": "Flux duration"},
+        ),
+        (
+            {
+                "containers": [{"image": "x", "workingDir": 5}],
+                "pod": {"nodeSelector": {"a b": "c"}},
+            },
+            {
+                "spec.containers[0].workingDir": "must be a string",
+                "spec.pod.nodeSelector['a b']": "key",
+            },
+        ),
+        (
+            {"float": 1, "containers": [{"image": "x", "volumes": {"d": {"path": "rel"}}}]},
+            {"spec.float": "unknown field", "spec.containers[0].volumes.d.path": "absolute path"},
+        ),
+        # No rule judges a value the user did not write: size is unknown, so is minSize's bound.
+        ({"size": "two", "minSize": 3}, {"spec.size": "must be an integer"}),
+        # A burst's declared size defaults to size: unknown too, so maxSize is not judged by it.
+        (
+            {
+                "size": "two",
+                "maxSize": 4,
+                "flux": {
+                    "bursting": {
+                        "leadBroker": {"address": "lead.example.org", "name": "root", "size": 2},
+                        "clusters": [{"name": "flux-sample"}],
+                    }
+                },
+            },
+            {"spec.size": "must be an integer"},
+        ),
+    ],
+)
+def test_a_type_error_does_not_hide_a_cross_field_problem(
+    spec: dict[str, Any], expected: dict[str, str]
+) -> None:
+    doc = base()
+    doc["spec"] = {"containers": [{"image": "ubuntu:24.04"}], **spec}
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    found = {p.path: p.message for p in info.value.problems}
+    assert found.keys() == expected.keys(), info.value.lines()
+    assert all(fragment in found[path] for path, fragment in expected.items()), found
+
+
+@pytest.mark.parametrize(
     ("text", "fragment"),
     [
         ("", "empty file"),

@@ -27,7 +27,12 @@ from flux_minicluster.core.spec import (
     Metadata,
     MiniClusterSpec,
 )
-from flux_minicluster.core.validation import check_semantics, translate_errors
+from flux_minicluster.core.validation import (
+    UnvalidatedField,
+    check_semantics,
+    lenient_spec,
+    translate_errors,
+)
 
 if TYPE_CHECKING:
     from flux_minicluster.core import v1alpha1
@@ -118,12 +123,13 @@ def parse(
     api_version = _api_version(document)
     warnings: list[Problem] = []
     spec: MiniClusterSpec | None = None
+    lenient = False
     conversion: v1alpha1.Conversion | None = None
     if spec_data is not None:
         if not isinstance(spec_data, Mapping):
             problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
         else:
-            spec, conversion = _validate_spec(
+            spec, lenient, conversion = _validate_spec(
                 spec_data, api_version, resolved_name or _STAND_IN_NAME, problems, warnings
             )
     if spec is not None and lead_address is not None:
@@ -131,10 +137,12 @@ def parse(
             spec = with_lead_address(spec, lead_address)
         except SpecError as err:
             problems += err.problems
+        except UnvalidatedField:  # the lenient spec's leadBroker did not validate
+            pass
     # The cross-field rules need a name; without one, a stand-in lets them report the rest.
     naming = ("metadata.name", "metadata.namespace")
     definition: MiniClusterDefinition | None = None
-    if spec is not None and all(p.path in naming for p in problems):
+    if spec is not None and (lenient or all(p.path in naming for p in problems)):
         definition = MiniClusterDefinition(
             name=resolved_name or _STAND_IN_NAME,
             namespace=resolved_namespace,
@@ -144,9 +152,11 @@ def parse(
             warnings=tuple(warnings),
         )
         problems += [
-            p for p in check_semantics(definition) if resolved_name or p.path != "metadata.name"
+            p
+            for p in check_semantics(definition, lenient=lenient)
+            if resolved_name or p.path != "metadata.name"
         ]
-    if problems or definition is None or not resolved_name:
+    if problems or lenient or definition is None or not resolved_name:
         if conversion is not None:  # each at the field the v1alpha1 document wrote
             problems = [conversion.original(p) for p in problems]
         raise SpecError(sorted(set(problems), key=problems.index), source=source)
@@ -171,9 +181,10 @@ def _validate_spec(
     name: str,
     problems: list[Problem],
     warnings: list[Problem],
-) -> tuple[MiniClusterSpec | None, v1alpha1.Conversion | None]:
-    """The internal model of a spec of either version, and a v1alpha1 document's conversion;
-    problems and warnings appended."""
+) -> tuple[MiniClusterSpec | None, bool, v1alpha1.Conversion | None]:
+    """The internal model of a spec of either version, whether it is only the lenient one (the
+    spec had type errors, see ``validation.lenient_spec``), and a v1alpha1 document's
+    conversion; problems and warnings appended."""
     conversion = None
     if api_version == API_VERSION_V1ALPHA1:
         # Its own models are built only for a v1alpha1 document: a v1alpha2 run never pays.
@@ -183,7 +194,7 @@ def _validate_spec(
             conversion = v1alpha1.convert(data, name)
         except ValidationError as err:
             problems += translate_errors(err, "spec", None)
-            return None, None
+            return None, False, None
         data = conversion.data
         warnings += conversion.warnings
     elif api_version == API_VERSION and "volumes" in data:
@@ -200,8 +211,14 @@ def _validate_spec(
         spec = MiniClusterSpec.model_validate(data, context={VERSION_CONTEXT: context})
     except ValidationError as err:
         problems += translate_errors(err, "spec", MiniClusterSpec)
-        return None, conversion
-    return operator_volume_claims(spec, name), conversion
+        # The fields that did validate still go through the cross-field rules.
+        rest = lenient_spec(data, err, {VERSION_CONTEXT: context})
+        try:
+            rest = None if rest is None else operator_volume_claims(rest, name)
+        except UnvalidatedField:  # which volume is a claim is not known: no rule can judge
+            rest = None
+        return rest, rest is not None, conversion
+    return operator_volume_claims(spec, name), False, conversion
 
 
 def operator_volume_claims(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
