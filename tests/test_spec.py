@@ -683,6 +683,26 @@ def test_all_problems_are_reported_at_once() -> None:
             {"float": 1, "containers": [{"image": "x", "volumes": {"d": {"path": "rel"}}}]},
             {"spec.float": "unknown field", "spec.containers[0].volumes.d.path": "absolute path"},
         ),
+        # A union's members fail one by one at one field: it alone is left out; a volume rule
+        # that would compare it with another container's is skipped, not warned about.
+        (
+            {
+                "containers": [
+                    {
+                        "image": "x",
+                        "name": "a",
+                        "runFlux": True,
+                        "volumes": {"d": {"emptyDir": True, "emptyDirSizeLimit": [1]}},
+                    },
+                    {"image": "y", "name": "b", "volumes": {"d": {"emptyDir": True}}},
+                ],
+                "flux": {"connectTimeout": "5 sec"},
+            },
+            {
+                "spec.containers[0].volumes.d.emptyDirSizeLimit": "must be",
+                "spec.flux.connectTimeout": "Flux duration",
+            },
+        ),
         # No rule judges a value the user did not write: size is unknown, so is minSize's bound.
         ({"size": "two", "minSize": 3}, {"spec.size": "must be an integer"}),
         # A burst's declared size defaults to size: unknown too, so maxSize is not judged by it.
