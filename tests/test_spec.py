@@ -733,6 +733,18 @@ def test_a_type_error_does_not_hide_a_cross_field_problem(
     assert all(fragment in found[path] for path, fragment in expected.items()), found
 
 
+def test_a_type_error_in_metadata_does_not_hide_the_specs_problems() -> None:
+    doc = base()
+    doc["metadata"]["labels"] = ["team=hpc"]
+    doc["spec"]["flux"] = {"connectTimeout": "5 sec"}
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    assert {p.path for p in info.value.problems} == {
+        "metadata.labels",
+        "spec.flux.connectTimeout",
+    }, info.value.lines()
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [

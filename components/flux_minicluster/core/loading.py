@@ -91,10 +91,17 @@ def parse(
         if any(p.path == "kind" for p in problems):
             # Another kind of object: its fields would only add noise to the one real problem.
             raise SpecError([p for p in problems if p.path == "kind"], source=source)
+        raw_metadata = document.get("metadata") or {}
         try:
-            metadata = Metadata.model_validate(document.get("metadata") or {})
+            metadata = Metadata.model_validate(raw_metadata)
         except ValidationError as err:
             problems += translate_errors(err, "metadata", None)
+            # A bad label does not unname the MiniCluster: its name and namespace still count.
+            if isinstance(raw_metadata, Mapping):
+                metadata = Metadata(
+                    name=_text(raw_metadata.get("name")),
+                    namespace=_text(raw_metadata.get("namespace")),
+                )
         spec_data = document.get("spec")
         prefix = "spec"
         if spec_data is None:
@@ -139,10 +146,10 @@ def parse(
             problems += err.problems
         except UnvalidatedField:  # the lenient spec's leadBroker did not validate
             pass
-    # The cross-field rules need a name; without one, a stand-in lets them report the rest.
-    naming = ("metadata.name", "metadata.namespace")
+    # The cross-field rules need a name; without one, a stand-in lets them report the rest. They
+    # run whatever else is wrong (the header, metadata): every problem in one pass.
     definition: MiniClusterDefinition | None = None
-    if spec is not None and (lenient or all(p.path in naming for p in problems)):
+    if spec is not None:
         definition = MiniClusterDefinition(
             name=resolved_name or _STAND_IN_NAME,
             namespace=resolved_namespace,
@@ -373,6 +380,10 @@ def _check_header(document: Mapping[str, Any]) -> list[Problem]:
 
 def _join(where: str, path: str) -> str:
     return ".".join(p for p in (where, path) if p)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _type_name(value: object) -> str:
