@@ -10,6 +10,8 @@ CACHE ?= $(or $(FLUX_MINICLUSTER_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/f
 CHECKOV_VERSION := $(shell sed -n 's/^checkov = "\(.*\)"/\1/p' pyproject.toml)
 CHECKOV_VENV := $(CACHE)/checkov-$(CHECKOV_VERSION)
 CHECKOV := $(CHECKOV_VENV)/bin/checkov
+KUBE_SCORE_VERSION := $(shell sed -n 's/^kube-score = "\(.*\)"/\1/p' pyproject.toml)
+KUBE_SCORE := $(CACHE)/kube-score-$(KUBE_SCORE_VERSION)/kube-score
 
 .PHONY: venv demo test lint typecheck contracts unit scanner fuzz bench bench-e2e golden clean e2e-tools e2e
 
@@ -39,14 +41,19 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP) $(CHECKOV)
-	CHECKOV=$(CHECKOV) $(BIN)/pytest
+unit: $(STAMP) $(CHECKOV) $(KUBE_SCORE)
+	CHECKOV=$(CHECKOV) KUBE_SCORE=$(KUBE_SCORE) $(BIN)/pytest
 
 $(CHECKOV):
 	python3 -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check 'checkov==$(CHECKOV_VERSION)'
 
-scanner: $(CHECKOV)
+# Built with the Go caches the e2e toolchain uses (a few minutes cold, seconds warm).
+$(KUBE_SCORE):
+	GOMODCACHE=$(CACHE)/go-mod GOCACHE=$(CACHE)/go-build GOFLAGS=-mod=mod GOBIN=$(dir $(KUBE_SCORE)) \
+	  go install github.com/zegl/kube-score/cmd/kube-score@v$(KUBE_SCORE_VERSION)
+
+scanner: $(CHECKOV) $(KUBE_SCORE)
 
 test: lint typecheck contracts unit
 

@@ -662,6 +662,90 @@ def test_all_problems_are_reported_at_once() -> None:
 
 
 @pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        # A type error beside an unrelated cross-field problem: both in one run.
+        (
+            {"size": "two", "flux": {"connectTimeout": "5 sec"}},
+            {"spec.size": "must be an integer", "spec.flux.connectTimeout": "Flux duration"},
+        ),
+        (
+            {
+                "containers": [{"image": "x", "workingDir": 5}],
+                "pod": {"nodeSelector": {"a b": "c"}},
+            },
+            {
+                "spec.containers[0].workingDir": "must be a string",
+                "spec.pod.nodeSelector['a b']": "key",
+            },
+        ),
+        (
+            {"float": 1, "containers": [{"image": "x", "volumes": {"d": {"path": "rel"}}}]},
+            {"spec.float": "unknown field", "spec.containers[0].volumes.d.path": "absolute path"},
+        ),
+        # A union's members fail one by one at one field: it alone is left out; a volume rule
+        # that would compare it with another container's is skipped, not warned about.
+        (
+            {
+                "containers": [
+                    {
+                        "image": "x",
+                        "name": "a",
+                        "runFlux": True,
+                        "volumes": {"d": {"emptyDir": True, "emptyDirSizeLimit": [1]}},
+                    },
+                    {"image": "y", "name": "b", "volumes": {"d": {"emptyDir": True}}},
+                ],
+                "flux": {"connectTimeout": "5 sec"},
+            },
+            {
+                "spec.containers[0].volumes.d.emptyDirSizeLimit": "must be",
+                "spec.flux.connectTimeout": "Flux duration",
+            },
+        ),
+        # No rule judges a value the user did not write: size is unknown, so is minSize's bound.
+        ({"size": "two", "minSize": 3}, {"spec.size": "must be an integer"}),
+        # A burst's declared size defaults to size: unknown too, so maxSize is not judged by it.
+        (
+            {
+                "size": "two",
+                "maxSize": 4,
+                "flux": {
+                    "bursting": {
+                        "leadBroker": {"address": "lead.example.org", "name": "root", "size": 2},
+                        "clusters": [{"name": "flux-sample"}],
+                    }
+                },
+            },
+            {"spec.size": "must be an integer"},
+        ),
+    ],
+)
+def test_a_type_error_does_not_hide_a_cross_field_problem(
+    spec: dict[str, Any], expected: dict[str, str]
+) -> None:
+    doc = base()
+    doc["spec"] = {"containers": [{"image": "ubuntu:24.04"}], **spec}
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    found = {p.path: p.message for p in info.value.problems}
+    assert found.keys() == expected.keys(), info.value.lines()
+    assert all(fragment in found[path] for path, fragment in expected.items()), found
+
+
+def test_a_type_error_in_metadata_does_not_hide_the_specs_problems() -> None:
+    doc = base()
+    doc["metadata"]["labels"] = ["team=hpc"]
+    doc["spec"]["flux"] = {"connectTimeout": "5 sec"}
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    assert {p.path for p in info.value.problems} == {
+        "metadata.labels",
+        "spec.flux.connectTimeout",
+    }, info.value.lines()
+
+
+@pytest.mark.parametrize(
     ("text", "fragment"),
     [
         ("", "empty file"),

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -150,16 +151,23 @@ class NodeAgent:
     def exec(self, namespace: str, pod: str, container: str, script: str) -> str:
         """``sh -c script`` inside a running container (its namespaces and root), as root: what
         ``kubectl exec`` would do. Its output; an AssertionError when it fails."""
+        return self._enter(namespace, pod, container, NSENTER, ["/bin/sh", "-c", script])
+
+    def in_pod_network(self, namespace: str, pod: str, container: str, *args: str) -> str:
+        """``args`` run with the host's tools in the pod's network namespace only (what a node
+        administrator sees of a pod's network: ``iptables``, ``ip``). Its output."""
+        return self._enter(namespace, pod, container, ["nsenter", "-n", "-t"], list(args))
+
+    def _enter(
+        self, namespace: str, pod: str, container: str, nsenter: list[str], args: list[str]
+    ) -> str:
         pidfile = self.state / "logs" / f"{namespace}_{pod}" / f"{container}.pid"
         assert pidfile.exists(), f"container {container} of {pod} has not started"
         unshare = int(pidfile.read_text())
         children = Path(f"/proc/{unshare}/task/{unshare}/children").read_text().split()
         assert children, f"container {container} of {pod} is not running"
         proc = subprocess.run(
-            [*NSENTER, children[0], "/bin/sh", "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=60,
+            [*nsenter, children[0], *args], capture_output=True, text=True, timeout=60
         )
         assert proc.returncode == 0, f"exec in {pod}: {proc.stdout}{proc.stderr}"
         return proc.stdout
@@ -230,6 +238,21 @@ class FluxPlane:
                 out.append(f"----- {c['name']}:\n" + "\n".join(text.splitlines()[-25:]))
         out.append(f"--- agent:\n{self.agent.log(40)}")
         return "\n".join(out)
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """The hosts of a Flux hostlist (``flux-root-[0-1],eks-burst-[0-1]``), as Flux prints it."""
+    hosts = []
+    for term in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", hostlist.strip()):
+        match = re.fullmatch(r"([^\[]*)\[([\d,-]+)\]", term)
+        if match is None:
+            hosts.append(term)
+            continue
+        prefix, ranges = match.groups()
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            hosts += [f"{prefix}{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return hosts
 
 
 def wait_job_complete(plane: FluxPlane, namespace: str, job: str, timeout: float = 180) -> Any:

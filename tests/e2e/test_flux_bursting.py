@@ -11,7 +11,6 @@ through the pod's environment) instead of hanging.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import Toolchain
-from fluxnodes import FluxPlane, wait_job_complete
+from fluxnodes import FluxPlane, expand_hostlist, wait_job_complete
 from kube import wait_until
 from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
@@ -99,20 +98,6 @@ def trio(
             plane.stop()
 
 
-def expand(hostlist: str) -> list[str]:
-    hosts = []
-    for term in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", hostlist.strip()):
-        match = re.fullmatch(r"([^\[]*)\[([\d,-]+)\]", term)
-        if match is None:
-            hosts.append(term)
-            continue
-        prefix, ranges = match.groups()
-        for part in ranges.split(","):
-            lo, _, hi = part.partition("-")
-            hosts += [f"{prefix}{i}" for i in range(int(lo), int(hi or lo) + 1)]
-    return hosts
-
-
 def test_six_brokers_of_three_clusters_form_one_instance(
     trio: Trio, e2e_report: Callable[[str], None]
 ) -> None:
@@ -128,7 +113,7 @@ def test_six_brokers_of_three_clusters_form_one_instance(
     assert lines, root_plane.diagnostics(NAMESPACE, "flux-root")
     count, nodelist = lines[-1].split(maxsplit=1)
     assert count == "6", lines
-    assert sorted(expand(nodelist)) == sorted(
+    assert sorted(expand_hostlist(nodelist)) == sorted(
         [f"{n}-{i}" for n in ("flux-root", *BURSTS) for i in (0, 1)]
     ), nodelist
     for burst in BURSTS:

@@ -27,7 +27,12 @@ from flux_minicluster.core.spec import (
     Metadata,
     MiniClusterSpec,
 )
-from flux_minicluster.core.validation import check_semantics, translate_errors
+from flux_minicluster.core.validation import (
+    UnvalidatedField,
+    check_semantics,
+    lenient_spec,
+    translate_errors,
+)
 
 if TYPE_CHECKING:
     from flux_minicluster.core import v1alpha1
@@ -86,10 +91,17 @@ def parse(
         if any(p.path == "kind" for p in problems):
             # Another kind of object: its fields would only add noise to the one real problem.
             raise SpecError([p for p in problems if p.path == "kind"], source=source)
+        raw_metadata = document.get("metadata") or {}
         try:
-            metadata = Metadata.model_validate(document.get("metadata") or {})
+            metadata = Metadata.model_validate(raw_metadata)
         except ValidationError as err:
             problems += translate_errors(err, "metadata", None)
+            # A bad label does not unname the MiniCluster: its name and namespace still count.
+            if isinstance(raw_metadata, Mapping):
+                metadata = Metadata(
+                    name=_text(raw_metadata.get("name")),
+                    namespace=_text(raw_metadata.get("namespace")),
+                )
         spec_data = document.get("spec")
         prefix = "spec"
         if spec_data is None:
@@ -118,12 +130,13 @@ def parse(
     api_version = _api_version(document)
     warnings: list[Problem] = []
     spec: MiniClusterSpec | None = None
+    lenient = False
     conversion: v1alpha1.Conversion | None = None
     if spec_data is not None:
         if not isinstance(spec_data, Mapping):
             problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
         else:
-            spec, conversion = _validate_spec(
+            spec, lenient, conversion = _validate_spec(
                 spec_data, api_version, resolved_name or _STAND_IN_NAME, problems, warnings
             )
     if spec is not None and lead_address is not None:
@@ -131,10 +144,12 @@ def parse(
             spec = with_lead_address(spec, lead_address)
         except SpecError as err:
             problems += err.problems
-    # The cross-field rules need a name; without one, a stand-in lets them report the rest.
-    naming = ("metadata.name", "metadata.namespace")
+        except UnvalidatedField:  # the lenient spec's leadBroker did not validate
+            pass
+    # The cross-field rules need a name; without one, a stand-in lets them report the rest. They
+    # run whatever else is wrong (the header, metadata): every problem in one pass.
     definition: MiniClusterDefinition | None = None
-    if spec is not None and all(p.path in naming for p in problems):
+    if spec is not None:
         definition = MiniClusterDefinition(
             name=resolved_name or _STAND_IN_NAME,
             namespace=resolved_namespace,
@@ -144,9 +159,11 @@ def parse(
             warnings=tuple(warnings),
         )
         problems += [
-            p for p in check_semantics(definition) if resolved_name or p.path != "metadata.name"
+            p
+            for p in check_semantics(definition, lenient=lenient)
+            if resolved_name or p.path != "metadata.name"
         ]
-    if problems or definition is None or not resolved_name:
+    if problems or lenient or definition is None or not resolved_name:
         if conversion is not None:  # each at the field the v1alpha1 document wrote
             problems = [conversion.original(p) for p in problems]
         raise SpecError(sorted(set(problems), key=problems.index), source=source)
@@ -171,9 +188,10 @@ def _validate_spec(
     name: str,
     problems: list[Problem],
     warnings: list[Problem],
-) -> tuple[MiniClusterSpec | None, v1alpha1.Conversion | None]:
-    """The internal model of a spec of either version, and a v1alpha1 document's conversion;
-    problems and warnings appended."""
+) -> tuple[MiniClusterSpec | None, bool, v1alpha1.Conversion | None]:
+    """The internal model of a spec of either version, whether it is only the lenient one (the
+    spec had type errors, see ``validation.lenient_spec``), and a v1alpha1 document's
+    conversion; problems and warnings appended."""
     conversion = None
     if api_version == API_VERSION_V1ALPHA1:
         # Its own models are built only for a v1alpha1 document: a v1alpha2 run never pays.
@@ -183,7 +201,7 @@ def _validate_spec(
             conversion = v1alpha1.convert(data, name)
         except ValidationError as err:
             problems += translate_errors(err, "spec", None)
-            return None, None
+            return None, False, None
         data = conversion.data
         warnings += conversion.warnings
     elif api_version == API_VERSION and "volumes" in data:
@@ -200,8 +218,14 @@ def _validate_spec(
         spec = MiniClusterSpec.model_validate(data, context={VERSION_CONTEXT: context})
     except ValidationError as err:
         problems += translate_errors(err, "spec", MiniClusterSpec)
-        return None, conversion
-    return operator_volume_claims(spec, name), conversion
+        # The fields that did validate still go through the cross-field rules.
+        rest = lenient_spec(data, err, {VERSION_CONTEXT: context})
+        try:
+            rest = None if rest is None else operator_volume_claims(rest, name)
+        except UnvalidatedField:  # which volume is a claim is not known: no rule can judge
+            rest = None
+        return rest, rest is not None, conversion
+    return operator_volume_claims(spec, name), False, conversion
 
 
 def operator_volume_claims(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
@@ -356,6 +380,10 @@ def _check_header(document: Mapping[str, Any]) -> list[Problem]:
 
 def _join(where: str, path: str) -> str:
     return ".".join(p for p in (where, path) if p)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _type_name(value: object) -> str:

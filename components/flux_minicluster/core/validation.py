@@ -10,6 +10,7 @@ returns its problems and never raises.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -22,7 +23,13 @@ from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, key_path, unknown_key
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
-from flux_minicluster.core.spec import V1ALPHA1_HINTS, BurstedCluster, Container, ContainerVolume
+from flux_minicluster.core.spec import (
+    V1ALPHA1_HINTS,
+    BurstedCluster,
+    Container,
+    ContainerVolume,
+    MiniClusterSpec,
+)
 
 # Fields a v1alpha1 document spells differently (core/v1alpha1.py converts them), and what a
 # v1alpha2 document writes instead, keyed by the model they sat on. The v1alpha1 features the one
@@ -214,22 +221,206 @@ def _unknown_field(name: str, model: type[BaseModel] | None) -> str:
     return unknown_key(name, [key for key in offered if key not in V1ALPHA1_HINTS])
 
 
+# --- a spec with type errors: the rest of it, for the cross-field rules ----------------------
+
+FieldPath = tuple[int | str, ...]
+# Each round removes what failed; a field a rule needs that cannot be removed ends the search.
+_LENIENT_ROUNDS = 8
+# Fields the spec's own after-validator derives from another: unknown when their source is.
+_DERIVED: dict[FieldPath, tuple[FieldPath, ...]] = {
+    ("size",): (("maxSize",),),
+}
+
+
+class UnvalidatedField(Exception):
+    """A cross-field rule read a field whose value did not validate (see ``lenient_spec``)."""
+
+
+class _Unvalidated:
+    """Stands, in a lenient spec, where a field's value did not validate. Every use of it
+    (truth, comparison, length, iteration, attributes, formatting, hashing) raises
+    ``UnvalidatedField``, so a rule that needs it stops, and only that rule."""
+
+    __slots__ = ("path",)
+    path: FieldPath
+
+    def __init__(self, path: FieldPath) -> None:
+        object.__setattr__(self, "path", path)
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise UnvalidatedField(format_path("spec", self.path))
+
+
+for _use in [
+    "__getattr__",
+    "__setattr__",
+    "__bool__",
+    "__len__",
+    "__iter__",
+    "__contains__",
+    "__getitem__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__str__",
+    "__repr__",
+    "__format__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__fspath__",
+]:
+    setattr(_Unvalidated, _use, _Unvalidated._refuse)
+
+
+def lenient_spec(
+    data: Mapping[str, Any], err: ValidationError, context: Mapping[str, Any]
+) -> MiniClusterSpec | None:
+    """The spec without the fields that failed ``err``, for the cross-field rules to read.
+
+    A type error must not hide an unrelated cross-field problem. Each field that failed is left
+    out (an unknown key is simply dropped) and the rest validated again; a field whose absence
+    the model refuses (a required one) takes its enclosing field with it. In the result each
+    left-out field holds a stand-in that stops any rule reading it (``check_semantics(...,
+    lenient=True)``), so no rule judges a default the user did not write. None when the spec
+    cannot be had without a field it requires.
+    """
+    left_out: list[FieldPath] = []
+    current: Any = data
+    for _ in range(_LENIENT_ROUNDS):
+        # A field left out in an earlier round that fails again (required) takes its enclosing
+        # one; errors of one round at one field (a union's members) leave it out once.
+        earlier = set(left_out)
+        for e in err.errors(include_url=False):
+            loc = tuple(field_loc(MiniClusterSpec, e["loc"]))
+            if e["type"] != "extra_forbidden":
+                point = next((p for p in reversed(_field_points(loc)) if p not in earlier), None)
+                if point is None:
+                    return None
+                if point not in left_out:
+                    left_out.append(point)
+                loc = point
+            current = _without(current, loc)
+        try:
+            spec = MiniClusterSpec.model_validate(current, context=context)
+            break
+        except ValidationError as again:
+            err = again
+    else:
+        return None
+    for point in list(left_out):
+        left_out += _DERIVED.get(point, ())
+    for point in sorted(set(left_out), key=len):
+        if any(point[: len(outer)] == outer for outer in left_out if len(outer) < len(point)):
+            continue  # an enclosing field stands in for it
+        if not _stand_in(spec, point):
+            return None
+    return spec
+
+
+def _field_points(loc: FieldPath) -> list[FieldPath]:
+    """The prefixes of ``loc`` that end at a model's field, outermost first."""
+    points: list[FieldPath] = []
+    annotation: Any = MiniClusterSpec
+    for i, part in enumerate(loc):
+        model = _unwrap(annotation)
+        if isinstance(model, type) and issubclass(model, BaseModel) and _attribute(model, part):
+            points.append(loc[: i + 1])
+        annotation = _child(annotation, part)
+    return points
+
+
+def _attribute(model: type[BaseModel], part: int | str) -> str | None:
+    """The attribute name of ``model``'s field spelt ``part`` (its name or its alias)."""
+    return next((n for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+
+
+def _without(data: Any, loc: FieldPath) -> Any:
+    """``data`` without the value at ``loc``, copying only along the path."""
+    if not loc:
+        return data
+    head, rest = loc[0], loc[1:]
+    if isinstance(data, Mapping) and head in data:
+        out = dict(data)
+        if rest:
+            out[head] = _without(data[head], rest)
+        else:
+            del out[head]
+        return out
+    if isinstance(data, list) and isinstance(head, int) and 0 <= head < len(data) and rest:
+        items = list(data)
+        items[head] = _without(data[head], rest)
+        return items
+    return data
+
+
+def _stand_in(spec: MiniClusterSpec, point: FieldPath) -> bool:
+    """Put the stand-in at ``point`` of ``spec``; False where the spec has no such place."""
+    target: Any = spec
+    for part in point[:-1]:
+        if isinstance(target, BaseModel):
+            attribute = _attribute(type(target), part)
+            target = None if attribute is None else getattr(target, attribute)
+        elif isinstance(target, list) and isinstance(part, int) and 0 <= part < len(target):
+            target = target[part]
+        elif isinstance(target, dict) and part in target:
+            target = target.get(part)
+        else:
+            return False
+    attribute = _attribute(type(target), point[-1]) if isinstance(target, BaseModel) else None
+    if attribute is None:
+        return False
+    target.__dict__[attribute] = _Unvalidated(point)
+    return True
+
+
 # --- semantic rules -------------------------------------------------------------------------
 
 
-def check_semantics(mc: MiniClusterDefinition) -> list[Problem]:
-    """All cross-field rules, in spec order; empty when the MiniCluster may be deployed."""
-    return [
-        *_check_names(mc),
-        *_check_sizes(mc),
-        *_check_containers(mc),
-        *_check_services(mc),
-        *_check_volumes(mc),
-        *_check_flux(mc),
-        *_check_bursting(mc),
-        *_check_pod(mc),
-        *_check_v1alpha1(mc),
-    ]
+def check_semantics(mc: MiniClusterDefinition, *, lenient: bool = False) -> list[Problem]:
+    """All cross-field rules, in spec order; empty when the MiniCluster may be deployed.
+
+    ``lenient``: ``mc``'s spec came from ``lenient_spec``; a group of rules stops where it
+    reaches a field that did not validate and keeps what it found before (the same rules run
+    in full once the types are right, so nothing is hidden from a valid spec).
+    """
+    groups = (
+        _check_names,
+        _check_sizes,
+        _check_containers,
+        _check_services,
+        _check_volumes,
+        _check_flux,
+        _check_bursting,
+        _check_pod,
+        _check_v1alpha1,
+    )
+    if not lenient:
+        return [problem for group in groups for problem in group(mc)]
+    found: list[Problem] = []
+    for group in groups:
+        # pydantic warns (rather than fails) when it serializes a stand-in (model_dump)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            try:
+                for problem in group(mc):
+                    found.append(problem)
+            except UnvalidatedField:
+                continue
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError, UserWarning):
+                # A stand-in passed to a function that refuses its type before using it.
+                continue
+    return found
 
 
 def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:

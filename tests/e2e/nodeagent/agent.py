@@ -27,7 +27,11 @@ What it does (tests/e2e/README.md has the table of what is real and what is imit
   resolves), and Service names (ClusterIP, or the endpoints of a headless Service);
 - ClusterIP Services: a DNAT in every pod's netns to an endpoint; a LoadBalancer Service gets a
   status address 10.253.K.(200+m) on the shared network, added to the endpoint pod's eth0 and
-  DNATed to the pod IP, so pods of other agents (other clusters) reach it;
+  DNATed to the pod IP, so pods of other agents (other clusters) reach it: a load balancer that
+  keeps the client's address. With the annotation ``e2e.flux-minicluster.dev/load-balancer-source:
+  rewrite`` the address lives instead in a hop of its own (netns ``fa<K>lb``, 10.253.K.254) that
+  DNATs to the pod and SNATs the source to the load balancer's address, as an AWS NLB with IP
+  targets and client IP preservation off does: the pod sees the load balancer, not the client;
 - NetworkPolicy: iptables filter rules in each pod's netns (podsim's compiler), refreshed as pods
   come and go.
 """
@@ -65,6 +69,8 @@ RUN_DIR = "/run/flux-minicluster-agent"
 HOSTS_MARKER = "# managed by the e2e node agent"
 SEARCH = "svc.cluster.local cluster.local"
 LB_FIRST = 200
+LB_HOP = 254  # the rewriting load balancer's own address (10.253.K.254); LB addresses stay below
+LB_SOURCE_ANNOTATION = "e2e.flux-minicluster.dev/load-balancer-source"
 VIEW_IMAGE = re.compile(r"flux-view")
 START_ERROR = 128
 HEARTBEAT_S = 5.0
@@ -712,6 +718,7 @@ class Agent:
         self.policies: list[dict[str, Any]] = []
         self.ns_labels: dict[str, dict[str, str]] = {}
         self.net_lock = threading.RLock()
+        self.lb_hop_netns: str | None = None
 
     # -- bookkeeping for --cleanup ----------------------------------------------------------
     def save(self) -> None:
@@ -984,30 +991,76 @@ class Agent:
                             )
             if spec.get("type") == "LoadBalancer":
                 addr = self.lb_address(s)
+                annotations = s["metadata"].get("annotations") or {}
+                rewrite = annotations.get(LB_SOURCE_ANNOTATION) == "rewrite"
                 if eps and addr:
+                    # keeping the source: the pod holds the address; rewriting it: the hop does
+                    where = self.lb_hop() if rewrite else eps[0].netns
                     for port in spec.get("ports") or []:
                         tp = port.get("targetPort", port["port"])
                         tp = tp if isinstance(tp, int) else port["port"]
                         pr = str(port.get("protocol", "TCP")).lower()
-                        nat[eps[0].netns].append(
+                        nat.setdefault(where, []).append(
                             f"-A PREROUTING -d {addr}/32 -p {pr} -m {pr} --dport {port['port']} "
                             f"-j DNAT --to-destination {eps[0].ip}:{tp}"
                         )
-                        nat[eps[0].netns].append(
-                            f"-A OUTPUT -d {addr}/32 -p {pr} -m {pr} --dport {port['port']} "
+                        nat[where].append(
+                            f"-A POSTROUTING -d {eps[0].ip}/32 -p {pr} -m {pr} --dport {tp} "
+                            f"-m conntrack --ctorigdst {addr} -j SNAT --to-source {addr}"
+                            if rewrite
+                            else f"-A OUTPUT -d {addr}/32 -p {pr} -m {pr} --dport {port['port']} "
                             f"-j DNAT --to-destination {eps[0].ip}:{tp}"
                         )
-                    nat[eps[0].netns].append(f"# alias {addr}")
+                    nat[where].append(f"# alias {addr}")
         for p in pods:
             self.write_hosts(p, records, svc_names)
-            self.apply_nat(p, nat[p.netns])
+            self.apply_nat(p.netns, nat[p.netns])
             rules = compile_policies(p, pods, self.policies, self.ns_labels)
             text = rules or OPEN_FILTER
             if self.applied_filter.get(p.netns) != text:
                 run(["ip", "netns", "exec", p.netns, "iptables-restore"], input=text)
                 self.applied_filter[p.netns] = text
+        if self.lb_hop_netns is not None:
+            self.apply_nat(self.lb_hop_netns, nat.get(self.lb_hop_netns, []))
 
-    def apply_nat(self, p: PodRun, lines: list[str]) -> None:
+    def lb_hop(self) -> str:
+        """The netns of the load balancer that rewrites the source, made on first use: on the
+        shared network at 10.253.K.254, forwarding between clients and the endpoint pods."""
+        if self.lb_hop_netns is not None:
+            return self.lb_hop_netns
+        ns, veth = f"fa{self.index}lb", f"fav{self.index}lb"
+        with self.lock:
+            self.record["netns"].append(ns)
+            self.record["veths"].append(veth)
+            self.save()
+        run(["ip", "netns", "add", ns])
+        run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"])
+        run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
+        write_sys(f"/proc/sys/net/ipv6/conf/{veth}/disable_ipv6", "1")
+        run(["ip", "link", "set", veth, "master", BRIDGE])
+        run(["ip", "link", "set", veth, "up"])
+        run(["ip", "-n", ns, "addr", "add", f"{NET}.{self.index}.{LB_HOP}/16", "dev", "eth0"])
+        run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+        run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        # a hop that forwards back out of eth0 must not tell clients to go round it
+        for conf in ("all", "eth0"):
+            run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    f"net.ipv4.conf.{conf}.send_redirects=0",
+                ]
+            )
+        log(f"load balancer hop {ns} ({NET}.{self.index}.{LB_HOP}): rewrites the source")
+        self.lb_hop_netns = ns
+        return ns
+
+    def apply_nat(self, netns: str, lines: list[str]) -> None:
         aliases = [x.split()[-1] for x in lines if x.startswith("# alias")]
         rules = [x for x in lines if not x.startswith("#")]
         text = "\n".join(
@@ -1015,18 +1068,18 @@ class Agent:
              ":POSTROUTING ACCEPT [0:0]", *rules, "COMMIT", ""]
         )  # fmt: skip
         key = text + "|" + ",".join(aliases)
-        if self.applied_nat.get(p.netns) == key:
+        if self.applied_nat.get(netns) == key:
             return
-        old = self.applied_nat.get(p.netns, "")
+        old = self.applied_nat.get(netns, "")
         old_aliases = old.split("|", 1)[1].split(",") if "|" in old else []
         for a in old_aliases:
             if a and a not in aliases:
-                run(["ip", "-n", p.netns, "addr", "del", f"{a}/32", "dev", "eth0"], check=False)
+                run(["ip", "-n", netns, "addr", "del", f"{a}/32", "dev", "eth0"], check=False)
         for a in aliases:
             if a not in old_aliases:
-                run(["ip", "-n", p.netns, "addr", "add", f"{a}/32", "dev", "eth0"], check=False)
-        run(["ip", "netns", "exec", p.netns, "iptables-restore"], input=text)
-        self.applied_nat[p.netns] = key
+                run(["ip", "-n", netns, "addr", "add", f"{a}/32", "dev", "eth0"], check=False)
+        run(["ip", "netns", "exec", netns, "iptables-restore"], input=text)
+        self.applied_nat[netns] = key
 
     def lb_address(self, s: dict[str, Any]) -> str | None:
         key = f"{s['metadata']['namespace']}/{s['metadata']['name']}"
@@ -1037,7 +1090,7 @@ class Agent:
             return str(have)
         if key not in self.lbs:
             used = set(self.lbs.values())
-            m = next(m for m in range(LB_FIRST, 255) if f"{NET}.{self.index}.{m}" not in used)
+            m = next(m for m in range(LB_FIRST, LB_HOP) if f"{NET}.{self.index}.{m}" not in used)
             self.lbs[key] = f"{NET}.{self.index}.{m}"
         addr = self.lbs[key]
         try:

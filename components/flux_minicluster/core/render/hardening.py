@@ -39,9 +39,21 @@ __all__ = [
 
 # The init container copies a view (a few hundred MB of files): a little CPU, memory for `cp`
 # only (the page cache is reclaimable, so the limit cannot OOM-kill a large copy).
+#
+# Ephemeral storage: the copy lands in the view emptyDir and stays there for the pod's life, and
+# a pod's effective request is the larger of its init containers' and the sum of its other
+# containers', so the request (1Gi) reserves room on the node for the copy: a bare
+# flux-core + flux-sched prefix is 170 MB, the published views (with their Python and spack
+# tree) a few hundred. The container itself writes nothing of its own (read-only root, a few
+# lines of log), so its limit never binds on it; but the kubelet also evicts a pod whose total
+# use (every emptyDir, the view's copy included, every writable layer and log) exceeds its pod
+# limit, the larger of the init containers' limits and the sum of the others', once any
+# container sets one. This limit (8Gi: eight views' worth) is thus the whole pod's ceiling when
+# the user's containers set none; their own ``ephemeral-storage`` limits govern when they add up
+# to more, and ``flux.container.resources`` replaces these values.
 INIT_RESOURCES: Final = {
-    "requests": {"cpu": "100m", "memory": "64Mi"},
-    "limits": {"cpu": "1", "memory": "256Mi"},
+    "requests": {"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "1Gi"},
+    "limits": {"cpu": "1", "memory": "256Mi", "ephemeral-storage": "8Gi"},
 }
 FLUX_DROPPED: Final = ("NET_RAW",)
 # The init container's user: it only reads the view and writes into the pod's emptyDirs (which
