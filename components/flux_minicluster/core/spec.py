@@ -43,6 +43,8 @@ DEFAULT_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
 DEFAULT_APP_IMAGE = "ghcr.io/rse-ops/accounting:app-latest"
 DEFAULT_DEADLINE_SECONDS = 31_500_000
 DEFAULT_BACKOFF_LIMIT = 100
+# The pods' restartPolicy when spec.pod.restartPolicy is unset (the operator's).
+DEFAULT_RESTART_POLICY = "OnFailure"
 DEFAULT_LOGS_DIR = "/tmp/fluxout"
 
 QuantityValue = int | float | str
