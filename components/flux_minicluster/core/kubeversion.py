@@ -17,11 +17,15 @@ is rendered for release N when the Job controllers of N and N-1 both act on it b
 The gates' history (``pkg/features/versioned_kube_features.go`` of k8s.io/kubernetes):
 
     field                 gate                      on by default  GA    rendered from
-    podFailurePolicy      JobPodFailurePolicy       1.26           1.31  1.27
+    podFailurePolicy      JobPodFailurePolicy       1.26           1.31  1.29 (*)
     backoffLimitPerIndex  JobBackoffLimitPerIndex   1.29           1.33  1.30
     podReplacementPolicy  JobPodReplacementPolicy   1.29           1.34  1.30
     successPolicy         JobSuccessPolicy          1.31           1.33  1.32
     managedBy             JobManagedBy              1.32           1.35  1.33
+
+(*) The OpenAPI of 1.27 and 1.28 requires ``onPodConditions`` in every rule of a
+``podFailurePolicy``, so the strict schemas of those releases (and kubectl's validation) refuse
+a rule on exit codes: the policy is rendered from 1.29.
 
 **The range.** ``OLDEST`` is the oldest release whose strict OpenAPI schemas the checks here have
 (``kubernetes-validate`` ships 1.25 to 1.37; ``policy.kubecheck`` validates every rendering
@@ -96,15 +100,24 @@ class _Served:
     on_by_default: KubeVersion
     """The first release whose Job controller acts on the field by default (its beta)."""
     ga: KubeVersion
+    schemas_from: KubeVersion | None = None
+    """The first release whose published OpenAPI describes the field as the API server takes it,
+    when that is later (kubectl's client-side validation, and ours, read those schemas)."""
 
     @property
     def rendered_from(self) -> KubeVersion:
-        """One minor after ``on_by_default``: the controller may lag the API server by one."""
-        return KubeVersion(self.on_by_default.major, self.on_by_default.minor + 1)
+        """One minor after ``on_by_default`` (the controller may lag the API server by one), or
+        ``schemas_from`` when that is later."""
+        after = KubeVersion(self.on_by_default.major, self.on_by_default.minor + 1)
+        return max(after, self.schemas_from) if self.schemas_from is not None else after
 
 
 JOB_FIELDS: Final[dict[JobField, _Served]] = {
-    JobField.POD_FAILURE_POLICY: _Served(KubeVersion(1, 26), KubeVersion(1, 31)),
+    # 1.27's and 1.28's OpenAPI make every rule's onPodConditions required, which an exit-code
+    # rule cannot have (the API server takes one of the two): their strict schemas refuse it.
+    JobField.POD_FAILURE_POLICY: _Served(
+        KubeVersion(1, 26), KubeVersion(1, 31), schemas_from=KubeVersion(1, 29)
+    ),
     JobField.BACKOFF_LIMIT_PER_INDEX: _Served(KubeVersion(1, 29), KubeVersion(1, 33)),
     JobField.POD_REPLACEMENT_POLICY: _Served(KubeVersion(1, 29), KubeVersion(1, 34)),
     JobField.SUCCESS_POLICY: _Served(KubeVersion(1, 31), KubeVersion(1, 33)),

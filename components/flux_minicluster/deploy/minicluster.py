@@ -39,7 +39,7 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
-from flux_minicluster.core.render import credentials
+from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import WAIT_MODES, Rendering, Wait, render
 from flux_minicluster.core.spec import MiniClusterSpec
 from flux_minicluster.deploy import burstgroup, outputs, resources
@@ -279,7 +279,7 @@ def expand(
             gate,
             extra_depends_on=before_job,
             delete_before_replace=True,
-            replace_on_changes=["spec.template"],
+            replace_on_changes=["spec.template", *(f"spec.{f}" for f in jobfields.IMMUTABLE)],
             ignore_changes=list(JOB_IGNORE_CHANGES),
         ),
     )

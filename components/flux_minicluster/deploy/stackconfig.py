@@ -70,7 +70,9 @@ class ClusterConfig(ConfigModel):
             return None
         if not isinstance(value, str):
             # YAML reads 1.30 as the number 1.3: only a string keeps the minor release.
-            raise ValueError(f"must be a quoted string such as '{kubeversion.DEFAULT}', got {value!r}")
+            raise ValueError(
+                f"must be a quoted string such as '{kubeversion.DEFAULT}', got {value!r}"
+            )
         try:
             kubeversion.parse(value)
         except SpecError as err:

@@ -11,13 +11,21 @@ from typing import Any, Final
 from flux_minicluster.core import exitcodes
 from flux_minicluster.core.plan import MiniClusterPlan
 
-__all__ = ["DISRUPTION_TARGET", "LEAD_INDEX", "completion_fields"]
+__all__ = ["DISRUPTION_TARGET", "IMMUTABLE", "LEAD_INDEX", "completion_fields"]
 
 LEAD_INDEX: Final = "0"
 """The index whose success completes the Job: rank 0's pod."""
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 """The pod condition the kubelet and the API server set on a pod evicted, preempted or deleted
 for a node drain or a taint: not the workload's failure."""
+IMMUTABLE: Final = (
+    "successPolicy",
+    "podFailurePolicy",
+    "backoffLimitPerIndex",
+)
+"""The fields of these the API server refuses to change on a live Job (``ValidateJobSpecUpdate``
+of k8s.io/kubernetes; podReplacementPolicy and maxFailedIndexes may change): a new target release
+or restartPolicy that adds or drops one replaces the Job, as a new pod template does."""
 
 
 def completion_fields(plan: MiniClusterPlan) -> dict[str, Any]:
@@ -50,5 +58,8 @@ def _failure_rules(plan: MiniClusterPlan) -> list[dict[str, Any]]:
         }
         for container in (plan.name, plan.spec.flux.container.name)
     ]
-    rules.append({"action": "Ignore", "onPodConditions": [{"type": DISRUPTION_TARGET}]})
+    # status "True" is the API server's default, written out: the published schemas require it
+    rules.append(
+        {"action": "Ignore", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}
+    )
     return rules

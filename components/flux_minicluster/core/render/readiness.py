@@ -2,16 +2,20 @@
 
 The operator's pods are Ready as soon as their containers start, so its only condition
 (``JobMiniClusterReady``) and a Job's ``status.ready`` say "processes started", long before the
-brokers form an instance. Here the Flux container is Ready once its broker is a running member of
-the instance: ``flux uptime`` on the broker's own socket reports the state ``run``.
+brokers form an instance. Here the Flux container is Ready once its broker is in the instance:
 
-Why that signal (see ``../shared/reference/flux-runtime-facts.md`` and the join watchdog in
+* a worker (any rank but 0) once it has **joined**: its state is past ``join``;
+* rank 0 once the **instance is up**: its state is ``run`` (the quorum is online).
+
+Why those states (see ``../shared/reference/flux-runtime-facts.md`` and the join watchdog in
 ``wait.sh.j2``): a broker goes through join -> init -> quorum -> run. A worker leaves join only
-when its parent accepted it (the CURVE handshake succeeded and the parent answered its hello), and
-rank 0 reaches run only once the quorum (every rank, by default) is online. ``flux uptime`` reads
-the state through requests a broker answers even during join, so the probe answers at once
-either way, and a broker that never joins (a wrong certificate, an unreachable lead) is never
-Ready. When the instance shuts down the state leaves run and the pod is Ready no more.
+when its parent accepted it (the CURVE handshake succeeded and the parent answered its hello);
+it then waits in quorum until rank 0 is in run, which rank 0 reaches once the quorum (every rank,
+or ``minSize``) is online. ``flux uptime`` and ``flux getattr rank`` are answered even during
+join, so the probe answers at once either way, and a broker that never joins (a wrong
+certificate, an unreachable lead) is never Ready. When the instance shuts down the states leave
+these and the pod is Ready no more. So a Job's ``status.ready``, and ``wait: ready``, count the
+brokers that joined (and rank 0 once they all have).
 
 The probe runs in the Flux container, with the environment the entrypoint writes for people who
 exec into the pod (``flux-view.sh``: Flux on PATH), and as the broker's user when it runs as
@@ -26,10 +30,12 @@ from typing import Any, Final
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.templating import shquote
 
-__all__ = ["PERIOD_SECONDS", "RUNNING_STATE", "TIMEOUT_SECONDS", "broker_probe"]
+__all__ = ["JOINED_STATES", "PERIOD_SECONDS", "RUNNING_STATE", "TIMEOUT_SECONDS", "broker_probe"]
 
 RUNNING_STATE: Final = "run"
-"""The broker state ``flux uptime`` reports for a running member of the instance."""
+"""Rank 0's state once the instance is up (its quorum online)."""
+JOINED_STATES: Final = ("init", "quorum", RUNNING_STATE)
+"""A worker's states once its parent accepted it."""
 PERIOD_SECONDS: Final = 5
 TIMEOUT_SECONDS: Final = 5
 """``flux uptime`` answers in milliseconds; a loaded node may take seconds (the default is 1)."""
@@ -38,15 +44,19 @@ FAILURE_THRESHOLD: Final = 3
 
 def _script(plan: MiniClusterPlan) -> str:
     view = f"{plan.paths.view_base.rstrip('/')}/flux-view.sh"
-    uri = f"local://{plan.paths.socket}"
-    flux = f"env FLUX_URI={shquote(uri)} PATH=\"${{PATH}}\" flux uptime"
+    flux = f'env FLUX_URI={shquote("local://" + plan.paths.socket)} PATH="${{PATH}}" flux'
     if plan.flux_user is not None:
         flux = f"sudo -u {shquote(plan.flux_user.name)} {flux}"
+    joined = " | ".join(s for s in JOINED_STATES if s != RUNNING_STATE)
     # `flux uptime` prints "<time> <state> <duration>, owner ...": the state is the second word.
     return (
         f". {shquote(view)} > /dev/null 2>&1 || exit 1\n"
-        f"set -- $({flux} 2> /dev/null)\n"
-        f'[ "${{2:-}}" = {RUNNING_STATE} ]\n'
+        f"set -- $({flux} uptime 2> /dev/null)\n"
+        f'case "${{2:-}}" in\n'
+        f"  {RUNNING_STATE}) exit 0 ;;\n"
+        f'  {joined}) [ "$({flux} getattr rank 2> /dev/null)" != 0 ] ;;\n'
+        "  *) exit 1 ;;\n"
+        "esac\n"
     )
 
 
