@@ -68,7 +68,7 @@ def test_a_release_below_the_schemas_or_not_a_release_is_refused(text: str, says
 
 def test_the_oldest_release_is_the_oldest_with_strict_schemas_and_the_default_is_checked() -> None:
     assert kubecheck.available_versions()[0] == str(kubeversion.OLDEST)
-    assert kubecheck.DEFAULT_VERSION == str(kubeversion.DEFAULT)
+    assert str(kubeversion.DEFAULT) == kubecheck.DEFAULT_VERSION
     # every field of the table is rendered on the default release
     assert all(kubeversion.serves(kubeversion.DEFAULT, f) for f in JobField if f != "managedBy")
 
@@ -88,14 +88,13 @@ def test_a_field_is_rendered_one_minor_after_its_controller_acts_on_it_by_defaul
 # --- the done criteria ------------------------------------------------------------------------
 
 
-def test_batch_at_1_33_has_rank_0_success_and_no_second_pod_per_rank_and_1_29_has_neither() -> (
-    None
-):
+def test_batch_at_1_33_has_rank_0_success_and_no_second_pod_per_rank_and_1_29_has_neither() -> None:
     new = job_of(EXAMPLES / "batch.yaml", "1.33")["spec"]
     assert new["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     assert new["podReplacementPolicy"] == "Failed"
     old = job_of(EXAMPLES / "batch.yaml", "1.29")["spec"]
-    assert "successPolicy" not in old and "podReplacementPolicy" not in old
+    assert "successPolicy" not in old
+    assert "podReplacementPolicy" not in old
 
 
 VERSIONS = [str(KubeVersion(1, minor)) for minor in range(25, 38)]
@@ -198,7 +197,8 @@ def test_every_broker_and_no_sidecar_has_the_readiness_probe(source: str) -> Non
                 continue
             assert probe == readiness.broker_probe(plan)
             script = probe["exec"]["command"][-1]
-            assert plan.paths.socket in script and "flux uptime" in script
+            assert plan.paths.socket in script
+            assert "flux uptime" in script
 
 
 # --- the component, the stack config, the CLI -------------------------------------------------
@@ -214,7 +214,8 @@ def test_the_stack_config_takes_a_quoted_release_and_refuses_a_yaml_number() -> 
 def test_render_kube_version_on_the_command_line(tmp_path: Path) -> None:
     new = minicluster("render", str(EXAMPLES / "batch.yaml"), "--kube-version", "1.33", cwd=REPO)
     assert new.returncode == 0, new.stderr
-    assert "succeededIndexes: '0'" in new.stdout and "podReplacementPolicy: Failed" in new.stdout
+    assert "succeededIndexes: '0'" in new.stdout
+    assert "podReplacementPolicy: Failed" in new.stdout
     old = minicluster("render", str(EXAMPLES / "batch.yaml"), "--kube-version", "1.24", cwd=REPO)
     assert old.returncode == 2
     assert old.stderr.strip().splitlines() == [

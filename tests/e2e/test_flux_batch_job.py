@@ -9,6 +9,9 @@
   (30 s). Rendered for 1.29 (no success policy there) the same Job stays active on the
   straggler. What the worker that had joined (rank 1) does when its lead is gone is recorded,
   with and without ``flux.completeWorkers``.
+- **The server agrees.** The Jobs rendered for the plane's release (1.36), with either
+  restartPolicy, pass a server-side dry run; with OnFailure in place of Never the server refuses
+  the podFailurePolicy, as the policy ``failure-policy-needs-never`` says.
 - **Ready means joined.** An interactive MiniCluster of 3 with ``minSize: 2`` whose index 2
   holds a certificate of its own (its ``workerPre`` runs ``flux keygen`` over its copy): that
   broker starts and never joins. The Job's ``status.ready`` becomes 2 (rank 0, whose instance
@@ -26,15 +29,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fluxnodes import UP_BROKERS, FluxPlane, deploy
 from kube import condition, job, wait_until
 from stackrun import Engine
+
+from flux_minicluster.core import kubeversion
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.loading import parse
+from flux_minicluster.core.render.manifests import render
+from flux_minicluster.policy.rules import FAILURE_POLICY_NEEDS_NEVER
 
 pytestmark = pytest.mark.flux
 
 GRACE_S = 30  # the pods' terminationGracePeriodSeconds (the Kubernetes default; we set none)
 SLACK_S = 30  # the Job controller's and the agent's own delays on a loaded machine
 LEAD_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def minicluster(name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -270,3 +281,27 @@ def test_wait_ready_returns_once_every_broker_has_joined(
         f"wait: ready: `up` returned after {stack.last().seconds:.1f}s with rank 0 counting "
         f"{up} of 3 brokers up"
     )
+
+
+@pytest.mark.parametrize("restart", ["OnFailure", "Never"])
+@pytest.mark.parametrize("source", ["batch.yaml", "interactive.yaml", "bursting-child.yaml"])
+def test_the_api_server_takes_the_new_fields_and_refuses_a_failure_policy_with_on_failure(
+    flux_plane: FluxPlane, source: str, restart: str
+) -> None:
+    """What the renderer writes for the plane's release (1.36) is what its API server accepts,
+    and the rule ``failure-policy-needs-never`` imitates is the server's own."""
+    document = yaml.safe_load((EXAMPLES / source).read_text())
+    document["spec"].setdefault("pod", {})["restartPolicy"] = restart
+    plan = plans.build(parse(document), kubeversion.parse("1.36"))
+    job = render(plan, None).job
+    cp = flux_plane.cp
+    cp.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace}})
+    accepted, message = cp.dry_run(job)
+    assert accepted, message
+    if "podFailurePolicy" in job["spec"]:
+        job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+        assert FAILURE_POLICY_NEEDS_NEVER.resource_check is not None
+        assert FAILURE_POLICY_NEEDS_NEVER.resource_check(job, {})
+        accepted, message = cp.dry_run(job)
+        assert not accepted
+        assert "restartPolicy" in message, message
