@@ -24,12 +24,15 @@ from flux_minicluster.core.kubeversion import JobField, KubeVersion
 from flux_minicluster.core.loading import load_file, parse
 from flux_minicluster.core.render import jobfields, readiness
 from flux_minicluster.core.render.manifests import Rendering, render
+from flux_minicluster.deploy.minicluster import MiniCluster
+from flux_minicluster.deploy.recorder import RegistrationRecorder
 from flux_minicluster.deploy.stackconfig import ClusterConfig
 from flux_minicluster.policy import checker, kubecheck
 from flux_minicluster.policy.rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text()
 NEW_FIELDS = ("successPolicy", "podReplacementPolicy", "podFailurePolicy", "backoffLimitPerIndex")
 
 
@@ -222,6 +225,18 @@ def test_render_kube_version_on_the_command_line(tmp_path: Path) -> None:
         "--kube-version: Kubernetes 1.24 is older than 1.25, the oldest release whose strict "
         "schemas flux-minicluster checks renderings against; give 1.25 or newer"
     ]
+
+
+@pytest.mark.parametrize(("kube_version", "lead_decides"), [(None, True), ("1.29", False)])
+def test_the_component_renders_for_its_kube_version(
+    run_pulumi: Callable[..., Any], kube_version: str | None, lead_decides: bool
+) -> None:
+    args: dict[str, Any] = {"spec": EXAMPLES / "batch.yaml", "curve_cert": CERT}
+    if kube_version is not None:
+        args["kube_version"] = kube_version
+    run = run_pulumi(lambda: MiniCluster("mc", args), mocks=RegistrationRecorder())
+    (job,) = [r.inputs for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
+    assert ("successPolicy" in job["spec"]) == lead_decides
 
 
 def test_a_new_release_replaces_the_job_where_a_field_cannot_change() -> None:
