@@ -317,6 +317,7 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
         ({"spec": document(), "keygen": {"container_runtime": "lxc"}}, "keygen.container_runtime"),
         ({"spec": document(), "keygen": {"rotaton": "1"}}, "keygen.rotaton: unknown argument"),
         ({"spec": document(), "sise": 3}, "sise: unknown argument"),
+        ({"spec": document(), "kube_version": "1.20"}, "kube_version: Kubernetes 1.20 is older"),
         ({"spec": document(), "curve_cert": "not a certificate"}, "curve_cert: line 1"),
         (
             {"spec": document(), "lead_broker": "a b"},

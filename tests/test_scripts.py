@@ -24,6 +24,7 @@ from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
 
 from flux_minicluster.core import layout
 from flux_minicluster.core import plan as plans
+from flux_minicluster.core.exitcodes import SETUP_FAILED
 from flux_minicluster.core.loading import load_one
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import (
@@ -793,7 +794,7 @@ def test_join_timeout_must_be_whole_seconds(
 ) -> None:
     box = sandbox(SPECS["burst-child"][1], name="child")
     result = box.run("wait-0.sh", hostname="child-0", env={JOIN_TIMEOUT_ENV: value})
-    assert result.returncode == 1
+    assert result.returncode == SETUP_FAILED  # die(): the failure policy's code
     assert f"{JOIN_TIMEOUT_ENV} must be a whole number of seconds" in result.stderr
     assert box.broker_calls() == []
 
@@ -934,7 +935,7 @@ def test_init_script_fails_without_a_view(tmp_path: Path, build: Build) -> None:
 def test_wait_script_refuses_to_start_without_the_view(tmp_path: Path, build: Build) -> None:
     box = Sandbox(tmp_path, build({"size": 1, "containers": [app(command="x")]}))
     result = box.run("wait-0.sh", hostname=f"{NAME}-0")
-    assert result.returncode == 1
+    assert result.returncode == SETUP_FAILED  # die(): the failure policy's code
     assert "init container" in result.stderr
     assert box.broker_calls() == []
 
@@ -957,7 +958,7 @@ def test_sidecar_waits_for_the_socket_then_runs(tmp_path: Path, sandbox: MakeSan
 def test_sidecar_gives_up_waiting_after_a_bound(tmp_path: Path, sandbox: MakeSandbox) -> None:
     box = sandbox(SPECS["sidecars"][1])
     result = box.run("start-1.sh", hostname=f"{NAME}-0")
-    assert result.returncode == 1
+    assert result.returncode == SETUP_FAILED  # die(): the failure policy's code
     assert "no broker socket" in result.stderr
     assert len(box.sleeps()) == 600
 
@@ -1242,7 +1243,7 @@ def test_v1alpha1_without_sudo_says_so(tmp_path: Path, sandbox: MakeSandbox) -> 
             if tool.name != "sudo" and not (system / tool.name).exists():
                 (system / tool.name).symlink_to(tool)
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", env={"PATH": f"{box.bin}:{system}"})
-    assert result.returncode == 1
+    assert result.returncode == SETUP_FAILED  # die(): the failure policy's code
     assert "through sudo, which the application image lacks" in result.stderr
     assert box.broker_calls() == []
 

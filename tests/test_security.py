@@ -210,8 +210,7 @@ def test_the_users_security_context_wins(
     (flux,) = job_pod(objects)["containers"]
     assert flux["securityContext"] == expected
     assert kubecheck.semantic_errors(objects) == []
-    for version in ("1.29", "1.34"):
-        assert [e for o in objects for e in kubecheck.schema_errors(o, version)] == []
+    assert [e for o in objects for e in kubecheck.schema_errors(o)] == []
 
 
 def test_a_pod_seccomp_profile_of_the_users_is_kept(build: Build) -> None:

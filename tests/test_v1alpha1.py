@@ -17,7 +17,7 @@ import yaml
 from corpus import V1ALPHA1, corpus_files
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import credentials, layout
+from flux_minicluster.core import credentials, kubeversion, layout
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file, load_text, parse
@@ -41,8 +41,9 @@ APP = {"image": "ghcr.io/rse-ops/lammps:flux-sched-focal"}
 @pytest.mark.parametrize("path", corpus_files(V1ALPHA1))
 def test_every_corpus_spec_validates_and_renders_clean(path: Path, curve_cert: str) -> None:
     for mc in load_file(path):
-        objects = render(plans.build(mc), curve_cert).objects()
         for version in ("1.29", "1.34"):
+            plan = plans.build(mc, kubeversion.parse(version))
+            objects = render(plan, curve_cert).objects()
             assert [e for o in objects for e in kubecheck.schema_errors(o, version)] == []
         assert kubecheck.semantic_errors(objects) == []
 

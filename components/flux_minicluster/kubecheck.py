@@ -31,14 +31,15 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from flux_minicluster.core import kubeversion, names
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import names
 from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS, size_problems
 from flux_minicluster.core.quantity import resource_problems
 
 __all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_errors"]
 
-DEFAULT_VERSION: Final = "1.34"
+# The release renderings target by default (its one owner: core.kubeversion).
+DEFAULT_VERSION: Final = str(kubeversion.DEFAULT)
 
 _CONFIG_KEY: Final = re.compile(r"[-._a-zA-Z0-9]+")
 _PORT_NAME: Final = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")

@@ -313,3 +313,26 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 for verb, t in sorted(ops.items())
             )
         )
+
+
+# --- real brokers (the `flux` marker) --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flux_plane(toolchain: Toolchain) -> Iterator[Any]:
+    """A control plane whose pods run for real (``fluxnodes.FluxPlane``), one per module."""
+    from fluxnodes import FluxPlane
+    from realcli import require_flux
+
+    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
+    if reason:
+        pytest.skip(reason)
+    prefix = require_flux(toolchain.bin).parent
+    with FluxPlane(toolchain.bin, prefix, "flux") as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def flux_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project for the module's stacks."""
+    return copy_project(tmp_path_factory.mktemp("flux") / "project")

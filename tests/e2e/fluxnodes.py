@@ -22,11 +22,19 @@ from typing import Any
 
 from controlplane import ControlPlane
 from kube import condition, wait_until
+from stackrun import PREFIX, Engine, Stack, new_certificate
 
 E2E = Path(__file__).resolve().parent
 AGENT = E2E / "nodeagent" / "agent.py"
 RUN_DIR = Path("/run/flux-minicluster-agent")
 PREFIX_ENV = "FLUX_MINICLUSTER_FLUX_PREFIX"
+# Rank 0's count of brokers that are up, asked of its own instance (its local socket).
+UP_BROKERS = (
+    "sock=$(find /mnt/flux -maxdepth 5 -type s -name local | head -1); "
+    'flux=$(find /mnt/flux -maxdepth 4 -type f -path "*/bin/flux" | head -1); '
+    '"$flux" proxy "local://$sock" "$flux" resource list -s up -no {nnodes}'
+)
+JOB_DEADLINE_S = 180  # what a run may take before its Job fails (they take 10 to 25 s here)
 # every namespace of the target, its root and working directory; the target's pid follows
 NSENTER = ["nsenter", "-m", "-u", "-i", "-n", "-p", "-r", "-w", "-t"]
 
@@ -271,3 +279,41 @@ def wait_job_complete(plane: FluxPlane, namespace: str, job: str, timeout: float
         if time.monotonic() - t0 >= timeout:
             raise AssertionError(f"{e}\n{plane.diagnostics(namespace, job)}") from None
         raise
+
+
+def deploy(
+    engine: Engine,
+    project: Path,
+    plane: FluxPlane,
+    stack_name: str,
+    namespace: str,
+    spec: dict[str, Any],
+    wait: str,
+    *,
+    create_namespace: bool = True,
+    keygen: str | None = None,
+    kube_version: str | None = None,
+) -> Stack:
+    """A stack of ``spec`` on ``plane``: its certificate from config, or, given a ``keygen``
+    strategy, from the keygen Command (the real command provider); rendered for
+    ``kube_version`` (``cluster.kubernetesVersion``) when one is given."""
+    cp = plane.cp
+    if not spec["spec"].get("interactive"):
+        # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
+        spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}
+    stack = engine.stack(
+        project,
+        stack_name,
+        like="local",
+        kubeconfig=cp.kubeconfig,
+        context=cp.name,
+        curve_cert=None if keygen else new_certificate(spec["metadata"]["name"]),
+    )
+    if keygen:
+        stack.set(f"{PREFIX}:keygen.strategy", keygen)
+    if kube_version:
+        stack.set(f"{PREFIX}:cluster.kubernetesVersion", kube_version)
+    stack.set(f"{PREFIX}:cluster.namespace", namespace)
+    stack.set(f"{PREFIX}:cluster.createNamespace", "true" if create_namespace else "false")
+    stack.set_object(f"{PREFIX}:minicluster", {"spec": spec, "wait": wait})
+    return stack

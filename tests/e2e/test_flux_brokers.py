@@ -19,17 +19,15 @@ import base64
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import Toolchain
-from fluxnodes import FluxPlane, wait_job_complete
+from fluxnodes import UP_BROKERS, FluxPlane, deploy, wait_job_complete
 from kube import condition, job, wait_until
-from realcli import require_flux
-from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
+from stackrun import Engine
 
 from flux_minicluster.core import certificate
 
@@ -50,58 +48,8 @@ OPERATOR_SPECS = [
     "emptydir",
 ]
 JOB_TIMEOUT_S = 240
-JOB_DEADLINE_S = 180  # what a run may take before its Job fails (they take 10 to 25 s here)
 
 pytestmark = pytest.mark.flux
-
-
-@pytest.fixture(scope="module")
-def flux_plane(toolchain: Toolchain) -> Iterator[FluxPlane]:
-    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
-    if reason:
-        pytest.skip(reason)
-    prefix = require_flux(toolchain.bin).parent
-    with FluxPlane(toolchain.bin, prefix, "flux") as plane:
-        yield plane
-
-
-@pytest.fixture(scope="module")
-def flux_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_project(tmp_path_factory.mktemp("flux") / "project")
-
-
-def deploy(
-    engine: Engine,
-    project: Path,
-    plane: FluxPlane,
-    stack_name: str,
-    namespace: str,
-    spec: dict[str, Any],
-    wait: str,
-    *,
-    create_namespace: bool = True,
-    keygen: str | None = None,
-) -> Stack:
-    """A stack of ``spec`` on ``plane``: its certificate from config, or, given a ``keygen``
-    strategy, from the keygen Command (the real command provider)."""
-    cp = plane.cp
-    if not spec["spec"].get("interactive"):
-        # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
-        spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}
-    stack = engine.stack(
-        project,
-        stack_name,
-        like="local",
-        kubeconfig=cp.kubeconfig,
-        context=cp.name,
-        curve_cert=None if keygen else new_certificate(spec["metadata"]["name"]),
-    )
-    if keygen:
-        stack.set(f"{PREFIX}:keygen.strategy", keygen)
-    stack.set(f"{PREFIX}:cluster.namespace", namespace)
-    stack.set(f"{PREFIX}:cluster.createNamespace", "true" if create_namespace else "false")
-    stack.set_object(f"{PREFIX}:minicluster", {"spec": spec, "wait": wait})
-    return stack
 
 
 def log_lines(text: str) -> list[str]:
@@ -311,14 +259,6 @@ def test_network_policy_lets_the_mesh_talk_and_keeps_other_pods_out(
     # and the other way round: mesh-b's own broker port is closed to mesh-a
     assert not connects(pod_netns(flux_plane, a1), b0["status"]["podIP"], port)
     e2e_report("netpol: mesh-a 1 -> 0 open; mesh-b -> mesh-a dropped; mesh-a -> mesh-b dropped")
-
-
-# Rank 0's count of brokers that are up, asked of its own instance (its local socket).
-UP_BROKERS = (
-    "sock=$(find /mnt/flux -maxdepth 5 -type s -name local | head -1); "
-    'flux=$(find /mnt/flux -maxdepth 4 -type f -path "*/bin/flux" | head -1); '
-    '"$flux" proxy "local://$sock" "$flux" resource list -s up -no {nnodes}'
-)
 
 
 def test_worker_pod_deleted_mid_run_is_replaced_and_rejoins(

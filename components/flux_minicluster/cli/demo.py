@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import folders
+from flux_minicluster.core import kubeversion
 from flux_minicluster.deploy import project, stackrender
 from flux_minicluster.policy import checker
 
@@ -35,7 +36,11 @@ def run(args: argparse.Namespace) -> int:
 
     skipped = kubecheck.schemas_missing()
     problems = [
-        p for r in renderings for p in schema_problems(r.stack, r.objects, schemas=not skipped)
+        p
+        for r in renderings
+        for p in schema_problems(
+            r.stack, r.objects, (_release(where, r.stack),), schemas=not skipped
+        )
     ]
     print(
         f"Rendered {len(renderings)} stacks offline into {out}/ (Pulumi's mock runtime, the real "
@@ -64,15 +69,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _release(where: Any, stack: str) -> str:
+    """The Kubernetes release a stack renders for (``cluster.kubernetesVersion``, else the
+    default): the one whose schemas its objects must pass."""
+    from flux_minicluster.deploy.stackconfig import PROJECT
+
+    cluster = stackrender.read_stack_config(where, stack)[0].get(f"{PROJECT}:cluster")
+    given = cluster.get("kubernetesVersion") if isinstance(cluster, dict) else None
+    return str(kubeversion.parse(given) if isinstance(given, str) else kubeversion.DEFAULT)
+
+
 def schema_problems(
     stack: str,
     objects: list[dict[str, Any]],
-    versions: Iterable[str] = ("1.29", "1.34"),
+    versions: Iterable[str] = (str(kubeversion.DEFAULT),),
     *,
     schemas: bool = True,
 ) -> list[str]:
     """Strict schema (unless ``schemas`` is false) and API-server problems of every object
-    (empty when all is well)."""
+    (empty when all is well), for the releases the objects were rendered for."""
     from flux_minicluster import kubecheck
 
     problems = [

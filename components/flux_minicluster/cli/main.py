@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import flux_minicluster
+from flux_minicluster.core import kubeversion
 from flux_minicluster.core.errors import SpecError
 
 EXIT_OK = 0
@@ -175,6 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-network-policy",
         action="store_true",
         help="leave the NetworkPolicies out (for stacks: flux-minicluster:cluster.networkPolicy)",
+    )
+    p.add_argument(
+        "--kube-version",
+        metavar="VERSION",
+        help=f"the Kubernetes release to render for, e.g. 1.33 (default {kubeversion.DEFAULT}; "
+        "for stacks: flux-minicluster:cluster.kubernetesVersion); the Job carries only the "
+        "fields that release serves",
     )
     p.add_argument(
         "--show-secrets",

@@ -23,7 +23,7 @@ from typing import Any
 
 from flux_minicluster.cli import folders
 from flux_minicluster.cli.notices import warn
-from flux_minicluster.core import certificate, plan
+from flux_minicluster.core import certificate, kubeversion, plan
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render, to_json, to_yaml
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         curve_cert=Path(args.curve_cert) if args.curve_cert else None,
         with_secret=not args.no_secret,
         network_policy=not args.no_network_policy,
+        kube_version=kubeversion.parse(args.kube_version or kubeversion.DEFAULT, "--kube-version"),
     )
     return emit(objects, args)
 
@@ -58,11 +59,13 @@ def render_file(
     curve_cert: Path | None = None,
     with_secret: bool = True,
     network_policy: bool = True,
+    kube_version: kubeversion.KubeVersion = kubeversion.DEFAULT,
 ) -> list[dict[str, Any]]:
-    """Every object of every MiniCluster in ``path``, with its certificate (see the module)."""
+    """Every object of every MiniCluster in ``path``, with its certificate (see the module),
+    for Kubernetes ``kube_version``."""
     objects: list[dict[str, Any]] = []
     for definition in load_file(path, name=name, default_namespace=namespace):
-        mc = plan.build(definition)
+        mc = plan.build(definition, kube_version)
         warn(path, definition)
         if not with_secret and certificate.choose(curve_cert, mc.spec.flux.curve_cert)[0] is None:
             # The pod template records the certificate's public key, and v1alpha1's passwords,
@@ -145,8 +148,11 @@ def _stacks(args: argparse.Namespace) -> int:
     # Imported here: the deploy layer (and Pulumi) load only when a stack is rendered.
     from flux_minicluster.deploy import project, stackrender
 
-    if args.name or args.namespace:
-        raise SpecError("--name and --namespace are the stack config's to set, not the CLI's")
+    if args.name or args.namespace or args.kube_version:
+        raise SpecError(
+            "--name, --namespace and --kube-version are the stack config's to set, not the "
+            "CLI's (flux-minicluster:cluster.kubernetesVersion for the version)"
+        )
     if args.no_secret and not args.curve_cert:
         # As for a file: the pods carry the certificate's public key, so a certificate made for
         # this render and then left out would match no Secret created apart.

@@ -17,12 +17,13 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flux_minicluster.core import brokerconfig, hostlist, layout
+from flux_minicluster.core import brokerconfig, completion, hostlist, kubeversion, layout
 from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
+    DEFAULT_RESTART_POLICY,
     DEFAULT_RESTFUL_USER,
     BurstedCluster,
     Container,
@@ -167,6 +168,10 @@ class MiniClusterPlan:
     """The bursting group this cluster belongs to (the lead's name), None when it has none."""
     network_policy: bool
     """Whether the MiniCluster wants its NetworkPolicy (its metadata may opt out)."""
+    kube_version: kubeversion.KubeVersion
+    """The Kubernetes release the MiniCluster is rendered for (``core.kubeversion``)."""
+    job: completion.JobBehaviour
+    """How the Job completes, retries and fails on ``kube_version`` (``core.completion``)."""
     operator_volumes: tuple[OperatorVolumePlan, ...] = ()
     """v1alpha1's operator-made volumes: a PersistentVolume and a claim each."""
     multi_user: MultiUser | None = None
@@ -205,8 +210,9 @@ class MiniClusterPlan:
 
     @property
     def backoff_limit(self) -> int:
-        """The Job's backoffLimit: the operator's default when the spec leaves it at 0."""
-        return self.spec.backoff_limit or DEFAULT_BACKOFF_LIMIT
+        """The operator's backoffLimit: its default when the spec leaves it at 0. The Job carries
+        it as its own, or per index (``job``)."""
+        return _backoff_limit(self.spec)
 
     @property
     def restful(self) -> FluxRestful | None:
@@ -260,8 +266,12 @@ class MiniClusterPlan:
         )
 
 
-def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
-    """The plan of a validated MiniCluster (from ``loading.parse``)."""
+def build(
+    definition: MiniClusterDefinition,
+    kube_version: kubeversion.KubeVersion = kubeversion.DEFAULT,
+) -> MiniClusterPlan:
+    """The plan of a validated MiniCluster (from ``loading.parse``), rendered for Kubernetes
+    ``kube_version`` (``kubeversion.parse`` makes one of a user's text)."""
     spec = definition.spec
     names = definition.names
     flux_index = next(i for i, c in enumerate(spec.containers) if c.run_flux)
@@ -270,6 +280,7 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
     )
     entries = tuple(_host_entries(definition))
     role = _role(spec)
+    mode = _mode(spec, spec.containers[flux_index])
     if user is not None and user.hosts:
         # R is encoded from this hostlist: it must name the ranks the brokers bootstrap with.
         hosts = ",".join(user.hosts)
@@ -279,7 +290,7 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
         definition=definition,
         names=names,
         role=role,
-        mode=_mode(spec, spec.containers[flux_index]),
+        mode=mode,
         flux_index=flux_index,
         paths=_config_paths(spec, user),
         host_entries=entries,
@@ -297,6 +308,13 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
         install_root=spec.flux.install_root,
         v1alpha1=spec.flux.install_root is not None,
         imp=_imp(spec, spec.containers[flux_index]),
+        kube_version=kube_version,
+        job=completion.behaviour(
+            kube_version,
+            lead_completes_work=role is not Role.BURST and not mode.persistent,
+            restart_policy=spec.pod.restart_policy or DEFAULT_RESTART_POLICY,
+            backoff_limit=_backoff_limit(spec),
+        ),
     )
 
 
@@ -324,6 +342,10 @@ def _mode(spec: MiniClusterSpec, flux: Container) -> Mode:
     if flux.launcher:
         return Mode.LAUNCHER
     return Mode.SUBMIT
+
+
+def _backoff_limit(spec: MiniClusterSpec) -> int:
+    return spec.backoff_limit or DEFAULT_BACKOFF_LIMIT
 
 
 def _multi_user(spec: MiniClusterSpec) -> MultiUser | None:

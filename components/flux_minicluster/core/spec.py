@@ -45,6 +45,8 @@ DEFAULT_DEADLINE_SECONDS = 31_500_000
 DEFAULT_BACKOFF_LIMIT = 100
 # v1alpha1's default FLUX_USER for the RESTful server.
 DEFAULT_RESTFUL_USER = "flux"
+# The pods' restartPolicy when spec.pod.restartPolicy is unset (the operator's).
+DEFAULT_RESTART_POLICY = "OnFailure"
 DEFAULT_LOGS_DIR = "/tmp/fluxout"
 
 QuantityValue = int | float | str

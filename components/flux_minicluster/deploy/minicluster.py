@@ -32,12 +32,12 @@ import pulumi_kubernetes as k8s
 from pulumi_command import local
 
 from flux_minicluster.core import certificate as certificates
-from flux_minicluster.core import documents, placeholders
+from flux_minicluster.core import documents, kubeversion, placeholders
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
-from flux_minicluster.core.render import credentials
+from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
 from flux_minicluster.deploy import awaiting, burstgroup, outputs, resources
@@ -117,6 +117,12 @@ class MiniClusterArgs(TypedDict, total=False):
     lead_source_ranges: list[str]
     """A bursting root's: the addresses (CIDRs) its rank 0 admits the bursts from; every address
     when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
+
+    kube_version: str
+    """The Kubernetes release of the cluster (``"1.33"``, as ``helm template --kube-version``):
+    the Job carries only the fields that release serves (``core.kubeversion``: the success
+    policy, the pod replacement and failure policies, the retry budget per index). Default 1.34
+    (``core.kubeversion.DEFAULT``); releases older than 1.25 are refused."""
 
 
 class MiniCluster(MiniClusterOutputs):
@@ -361,7 +367,7 @@ def _job(
             lead.gate,
             after=before_job,
             delete_before_replace=True,
-            replace_on_changes=["spec.template"],
+            replace_on_changes=["spec.template", *(f"spec.{f}" for f in jobfields.IMMUTABLE)],
             ignore_changes=list(JOB_IGNORE_CHANGES),
         ),
     )
@@ -520,7 +526,11 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
     definition = _definition(resource_name, args["spec"], args, lead_placeholder)
     if burst_group is not None:
         definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
-    plan = plans.build(definition)
+    try:
+        kube_version = kubeversion.parse(args.get("kube_version", kubeversion.DEFAULT))
+    except SpecError as err:
+        raise err.with_source(_SOURCE) from None
+    plan = plans.build(definition, kube_version)
     if curve_cert is None and (
         message := plan.mounted_certificate_problem("curve_cert (stack config curveCert)")
     ):

@@ -137,6 +137,7 @@ class MiniClusterInputs(TypedDict, total=False):
     burst_group: pulumi.Input[BurstGroup]
     network_policy: bool
     lead_source_ranges: list[str]
+    kube_version: str
 
 
 class MiniCluster(MiniClusterOutputs):

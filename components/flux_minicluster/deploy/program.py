@@ -149,6 +149,8 @@ def _args(
             "rotation": config.keygen.rotation,
         },
     }
+    if config.cluster.kubernetes_version is not None:
+        args["kube_version"] = config.cluster.kubernetes_version
     if config.cluster.kubeconfig:
         args["keygen"]["kubeconfig"] = os.path.expanduser(config.cluster.kubeconfig)
     if config.cluster.context:

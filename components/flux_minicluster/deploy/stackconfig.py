@@ -14,10 +14,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import documents
+from flux_minicluster.core import documents, kubeversion
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate
@@ -59,6 +66,25 @@ class ClusterConfig(ConfigModel):
     # NetworkPolicies around each MiniCluster's pods; turn off where the CNI enforces them but a
     # MiniCluster must be reached from elsewhere.
     network_policy: bool = True
+    # The cluster's Kubernetes release ("1.33"): the Job carries only the fields it serves
+    # (core.kubeversion); unset, the default release.
+    kubernetes_version: str | None = None
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _release(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            # YAML reads 1.30 as the number 1.3: only a string keeps the minor release.
+            raise ValueError(
+                f"must be a quoted string such as '{kubeversion.DEFAULT}', got {value!r}"
+            )
+        try:
+            kubeversion.parse(value)
+        except SpecError as err:
+            raise ValueError(err.problems[0].message) from None
+        return value
 
 
 class MiniClusterConfig(ConfigModel):

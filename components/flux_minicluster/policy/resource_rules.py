@@ -192,9 +192,10 @@ def check_job_bounds(m: Manifest, s: Settings) -> list[str]:
             s["maxActiveDeadlineSeconds"],
             "a hung cluster then holds its nodes forever",
         ),
+        # a budget per index (core.completion) stands in for the Job-wide one
         _bound_problem(
             spec,
-            "backoffLimit",
+            "backoffLimitPerIndex" if "backoffLimitPerIndex" in spec else "backoffLimit",
             0,
             s["maxBackoffLimit"],
             "the Job then retries failed brokers only 6 times (the Kubernetes default)",

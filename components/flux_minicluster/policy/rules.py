@@ -23,10 +23,14 @@ Rule ids and their options (defaults in brackets):
 * ``lead-open-to-all`` (advisory): a bursting root's lead Service (LoadBalancer or NodePort on
   rank 0) is not open to every address; ``allowOpen`` [[]]: MiniCluster names (or ``"*"``)
   exempted.
+* ``burst-no-success-policy`` (mandatory): a bursted cluster's Job has no success policy.
+* ``failure-policy-needs-never`` (mandatory): a Job with a podFailurePolicy has restartPolicy
+  Never.
 """
 
 from __future__ import annotations
 
+from flux_minicluster.policy.job_rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
 from flux_minicluster.policy.model import Level, Manifest, Option, Rule, Settings
 from flux_minicluster.policy.resource_rules import (
     CURVE_CERT_IN_SECRET,
@@ -44,7 +48,9 @@ from flux_minicluster.policy.stack_rules import BURST_GROUP_CONSISTENT, HOSTLIST
 __all__ = [
     "ALL_RULES",
     "BURST_GROUP_CONSISTENT",
+    "BURST_NO_SUCCESS_POLICY",
     "CURVE_CERT_IN_SECRET",
+    "FAILURE_POLICY_NEEDS_NEVER",
     "FLUX_CONTAINER_RESOURCES",
     "HEADLESS_PUBLISHES_NOT_READY",
     "HOSTLIST_COVERS_MAX_SIZE",
@@ -73,6 +79,8 @@ ALL_RULES: tuple[Rule, ...] = (
     BURST_GROUP_CONSISTENT,
     NAMESPACE_NOT_DEFAULT,
     LEAD_OPEN_TO_ALL,
+    BURST_NO_SUCCESS_POLICY,
+    FAILURE_POLICY_NEEDS_NEVER,
 )
 
 if len({rule.id for rule in ALL_RULES}) != len(

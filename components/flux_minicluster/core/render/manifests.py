@@ -50,7 +50,16 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout, limits, placeholders
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
-from flux_minicluster.core.render import credentials, kube, meta, network, pod, storage, volumes
+from flux_minicluster.core.render import (
+    credentials,
+    jobfields,
+    kube,
+    meta,
+    network,
+    pod,
+    storage,
+    volumes,
+)
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 __all__ = [
@@ -324,7 +333,8 @@ def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[s
         "completionMode": "Indexed",
         "completions": s.size,
         "parallelism": s.size,
-        "backoffLimit": plan.backoff_limit,
+        # how the Job completes, retries and fails, as the target release serves it
+        **jobfields.completion_fields(plan),
         "activeDeadlineSeconds": s.deadline_seconds,
     }
     if s.cleanup:

@@ -19,9 +19,9 @@ from typing import Any, Final
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
 from flux_minicluster.core.plan import MiniClusterPlan
-from flux_minicluster.core.render import hardening, volumes
+from flux_minicluster.core.render import hardening, readiness, volumes
 from flux_minicluster.core.render.kube import dump, quantity
-from flux_minicluster.core.spec import Container, PodSpec, Resources
+from flux_minicluster.core.spec import DEFAULT_RESTART_POLICY, Container, PodSpec, Resources
 
 __all__ = [
     "COMPONENT_LABEL",
@@ -35,7 +35,6 @@ __all__ = [
     "services_pod_labels",
 ]
 
-DEFAULT_RESTART_POLICY: Final = "OnFailure"
 # Kubernetes' recommended label for the role of a workload; the services Pod carries
 # "services" so that a Service can select it apart from the broker pods.
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
@@ -91,6 +90,7 @@ def _container(
     command: list[str] | None,
     mounts: list[dict[str, Any]],
     security: dict[str, Any] | None = None,
+    readiness: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A container from the spec; ``security`` replaces the spec's own securityContext (a
     hardened one that already holds the user's settings)."""
@@ -115,6 +115,8 @@ def _container(
         out["securityContext"] = dump(container.security_context)
     if lifecycle := _lifecycle(container):
         out["lifecycle"] = lifecycle
+    if readiness is not None:
+        out["readinessProbe"] = readiness
     # The operator gives every container a TTY and stdin: `kubectl attach -it` to a broker works.
     out["stdin"] = True
     out["tty"] = True
@@ -158,7 +160,10 @@ def job_container(plan: MiniClusterPlan, index: int, container: Container) -> di
         if container.run_flux
         else None
     )
-    return _container(name, container, command, volumes.container_mounts(plan, container), security)
+    probe = readiness.broker_probe(plan) if container.run_flux else None
+    return _container(
+        name, container, command, volumes.container_mounts(plan, container), security, probe
+    )
 
 
 def service_container(container: Container) -> dict[str, Any]:

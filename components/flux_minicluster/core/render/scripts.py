@@ -46,7 +46,7 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 
 from __future__ import annotations
 
-from flux_minicluster.core import layout, templating
+from flux_minicluster.core import exitcodes, layout, templating
 from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
@@ -92,9 +92,8 @@ JOIN_TIMEOUT_ENV = "FLUX_MINICLUSTER_JOIN_TIMEOUT"
 # joined gets to exit on SIGTERM before SIGKILL.
 JOIN_POLL_SECONDS = 2
 JOIN_KILL_GRACE_SECONDS = 10
-# The entrypoint's status when its broker never joined (EX_CONFIG of sysexits.h: the usual cause
-# is a certificate or an address that does not match the root's), whatever logging.strict says.
-JOIN_FAILED_STATUS = 78
+# The entrypoint's status when its broker never joined (its one owner: core.exitcodes).
+JOIN_FAILED_STATUS = exitcodes.JOIN_FAILED
 # syslog's LOG_ERR: the least a bursting group's brokers print on stderr, so that a refused
 # handshake (logged at LOG_ERR with tbon.zmqdebug) shows even with logging.quiet.
 LOG_ERR = 3
@@ -252,6 +251,7 @@ def _common(plan: MiniClusterPlan, container: Container) -> dict[str, object]:
         "time_bin": TIME_BIN,
         "init": _text(container.commands.init),
         "install_root": _install_root(plan),
+        "setup_failed": exitcodes.SETUP_FAILED,
     }
 
 

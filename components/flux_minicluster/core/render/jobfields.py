@@ -1,0 +1,65 @@
+"""The Job ``spec`` fields that say how a MiniCluster's Job completes, retries and fails.
+
+What they are and when each is set is decided in the plan (``core.completion``, for the target
+release of ``core.kubeversion``); this module only writes the plan's facts as Kubernetes fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from flux_minicluster.core import exitcodes
+from flux_minicluster.core.plan import MiniClusterPlan
+
+__all__ = ["DISRUPTION_TARGET", "IMMUTABLE", "LEAD_INDEX", "completion_fields"]
+
+LEAD_INDEX: Final = "0"
+"""The index whose success completes the Job: rank 0's pod."""
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+"""The pod condition the kubelet and the API server set on a pod evicted, preempted or deleted
+for a node drain or a taint: not the workload's failure."""
+IMMUTABLE: Final = (
+    "successPolicy",
+    "podFailurePolicy",
+    "backoffLimitPerIndex",
+)
+"""The fields of these the API server refuses to change on a live Job (``ValidateJobSpecUpdate``
+of k8s.io/kubernetes; podReplacementPolicy and maxFailedIndexes may change): a new target release
+or restartPolicy that adds or drops one replaces the Job, as a new pod template does."""
+
+
+def completion_fields(plan: MiniClusterPlan) -> dict[str, Any]:
+    """``backoffLimit`` (or the budget per index), then the policies, in the Job's order."""
+    job = plan.job
+    out: dict[str, Any] = {}
+    if job.backoff_limit is not None:
+        out["backoffLimit"] = job.backoff_limit
+    if job.backoff_limit_per_index is not None:
+        out["backoffLimitPerIndex"] = job.backoff_limit_per_index
+    if job.max_failed_indexes is not None:
+        out["maxFailedIndexes"] = job.max_failed_indexes
+    if job.replace_failed_only:
+        out["podReplacementPolicy"] = "Failed"
+    if job.lead_decides:
+        out["successPolicy"] = {"rules": [{"succeededIndexes": LEAD_INDEX}]}
+    if job.failure_policy:
+        out["podFailurePolicy"] = {"rules": _failure_rules(plan)}
+    return out
+
+
+def _failure_rules(plan: MiniClusterPlan) -> list[dict[str, Any]]:
+    """Configuration errors of the Flux and the init container fail the Job; disruptions are
+    ignored (not counted, the pod is replaced). Rules are tried in order; the first match acts."""
+    codes = sorted(exitcodes.CONFIGURATION_ERRORS)
+    rules: list[dict[str, Any]] = [
+        {
+            "action": "FailJob",
+            "onExitCodes": {"containerName": container, "operator": "In", "values": codes},
+        }
+        for container in (plan.name, plan.spec.flux.container.name)
+    ]
+    # status "True" is the API server's default, written out: the published schemas require it
+    rules.append(
+        {"action": "Ignore", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}
+    )
+    return rules

@@ -1,0 +1,76 @@
+"""Rules over the fields that make a MiniCluster's Job a batch workload (``core.completion``).
+
+The renderer never breaks them; a manifest edited by hand, a transformation or another tool can.
+
+* ``burst-no-success-policy``: a burst's index 0 is one of its workers, not the lead (the lead is
+  the root's rank 0, in another cluster). A success policy on index 0 would complete the burst's
+  Job as soon as that worker exits, and the Job controller would then end its other brokers
+  while the instance still runs on them.
+* ``failure-policy-needs-never``: the API server refuses a Job with a ``podFailurePolicy`` whose
+  pods restart in place (``restartPolicy: OnFailure``): an exit code can only fail a pod, and
+  decide the Job's fate, when the container is not restarted. Refused at ``pulumi up``, half-way
+  through an update; caught here before.
+"""
+
+from __future__ import annotations
+
+from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.completion import NEVER
+from flux_minicluster.core.plan import Role
+from flux_minicluster.policy import manifest as mf
+from flux_minicluster.policy.model import Manifest, Rule, Settings
+from flux_minicluster.policy.resource_rules import is_minicluster_job
+
+__all__ = ["BURST_NO_SUCCESS_POLICY", "FAILURE_POLICY_NEEDS_NEVER"]
+
+
+def check_burst_no_success_policy(m: Manifest, s: Settings) -> list[str]:
+    if not is_minicluster_job(m):
+        return []
+    if mf.annotations_of(m).get(lbl.ROLE_ANNOTATION) != Role.BURST.value:
+        return []
+    if mf.as_dict(m.get("spec")).get("successPolicy") is None:
+        return []
+    return [
+        "the Job of a bursted cluster has spec.successPolicy: its index 0 is a worker of the "
+        "root's instance, not the lead, so the Job would complete when that worker exits and the "
+        "Job controller would end the other brokers while the instance still runs on them"
+    ]
+
+
+def check_failure_policy_needs_never(m: Manifest, s: Settings) -> list[str]:
+    if mf.kind(m) != "Job":
+        return []
+    if mf.as_dict(m.get("spec")).get("podFailurePolicy") is None:
+        return []
+    restart = (mf.pod_spec(m) or {}).get("restartPolicy")
+    if restart == NEVER:
+        return []
+    return [
+        f"spec.podFailurePolicy needs spec.template.spec.restartPolicy {NEVER}, not "
+        f"{restart!r}: the API server refuses the Job (a container restarted in place never "
+        "fails its pod, so no exit code could reach the policy)"
+    ]
+
+
+BURST_NO_SUCCESS_POLICY = Rule(
+    id="burst-no-success-policy",
+    description="A bursted cluster's Job has no success policy: its index 0 is not the lead.",
+    level="mandatory",
+    remediation=(
+        "Remove spec.successPolicy from the burst's Job: it completes when its brokers exit, "
+        "which they do when the root's instance shuts down."
+    ),
+    resource_check=check_burst_no_success_policy,
+)
+
+FAILURE_POLICY_NEEDS_NEVER = Rule(
+    id="failure-policy-needs-never",
+    description="A Job with a podFailurePolicy runs its pods with restartPolicy Never.",
+    level="mandatory",
+    remediation=(
+        "Set the MiniCluster's spec.pod.restartPolicy to Never (the renderer then adds the "
+        "failure policy itself), or remove spec.podFailurePolicy from the Job."
+    ),
+    resource_check=check_failure_policy_needs_never,
+)

@@ -1,0 +1,270 @@
+"""The target Kubernetes release and the Job fields it serves (issue 21, items 1, 2, 3, 5, 7).
+
+What a user relies on: ``--kube-version`` (and ``cluster.kubernetesVersion``, ``kube_version``)
+decides which Job fields are rendered; the release's own strict schemas accept every rendering;
+rank 0 decides completion only where its exit ends the work; a failure policy only with
+restartPolicy Never; every broker has a readiness probe; the policies catch hand-edited Jobs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cli import minicluster
+
+from flux_minicluster import kubecheck
+from flux_minicluster.core import completion, exitcodes, kubeversion
+from flux_minicluster.core import plan as plans
+from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.kubeversion import JobField, KubeVersion
+from flux_minicluster.core.loading import load_file, parse
+from flux_minicluster.core.render import jobfields, readiness
+from flux_minicluster.core.render.manifests import Rendering, render
+from flux_minicluster.deploy.minicluster import MiniCluster
+from flux_minicluster.deploy.recorder import RegistrationRecorder
+from flux_minicluster.deploy.stackconfig import ClusterConfig
+from flux_minicluster.policy import checker
+from flux_minicluster.policy.rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text()
+NEW_FIELDS = ("successPolicy", "podReplacementPolicy", "podFailurePolicy", "backoffLimitPerIndex")
+
+
+def rendering_of(path: Path, version: str, **pod: Any) -> Rendering:
+    """An example rendered for ``version``, with pod options (restartPolicy...)."""
+    document = yaml.safe_load(path.read_text())
+    document["spec"]["pod"] = {**document["spec"].get("pod", {}), **pod}
+    return render(plans.build(parse(document), kubeversion.parse(version)), None)
+
+
+def job_of(path: Path, version: str, **pod: Any) -> dict[str, Any]:
+    return rendering_of(path, version, **pod).job
+
+
+# --- the release ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("1.33", "1.33"), ("v1.33.2", "1.33"), ("1.31.0-gke.1200", "1.31"), ("1.25", "1.25")],
+)
+def test_a_release_is_read_as_kubectl_and_helm_write_it(text: str, want: str) -> None:
+    assert str(kubeversion.parse(text)) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("1.24", "older than 1.25"), ("1.9", "older than 1.25"), ("latest", "must be a Kubernetes")],
+)
+def test_a_release_below_the_schemas_or_not_a_release_is_refused(text: str, says: str) -> None:
+    with pytest.raises(SpecError) as err:
+        kubeversion.parse(text, "--kube-version")
+    assert err.value.problems[0].path == "--kube-version"
+    assert says in err.value.problems[0].message
+
+
+def test_the_oldest_release_is_the_oldest_with_strict_schemas_and_the_default_is_checked() -> None:
+    assert kubecheck.available_versions()[0] == str(kubeversion.OLDEST)
+    assert str(kubeversion.DEFAULT) == kubecheck.DEFAULT_VERSION
+    # every field of the table is rendered on the default release
+    assert all(kubeversion.serves(kubeversion.DEFAULT, f) for f in JobField if f != "managedBy")
+
+
+@pytest.mark.parametrize("field", list(JobField))
+def test_a_field_is_rendered_one_minor_after_its_controller_acts_on_it_by_default(
+    field: JobField,
+) -> None:
+    served = kubeversion.JOB_FIELDS[field]
+    first = KubeVersion(served.on_by_default.major, served.on_by_default.minor + 1)
+    if served.schemas_from is not None:
+        first = max(first, served.schemas_from)
+    assert not kubeversion.serves(first.before(), field)
+    assert kubeversion.serves(first, field)
+
+
+# --- the done criteria ------------------------------------------------------------------------
+
+
+def test_batch_at_1_33_has_rank_0_success_and_no_second_pod_per_rank_and_1_29_has_neither() -> None:
+    new = job_of(EXAMPLES / "batch.yaml", "1.33")["spec"]
+    assert new["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
+    assert new["podReplacementPolicy"] == "Failed"
+    old = job_of(EXAMPLES / "batch.yaml", "1.29")["spec"]
+    assert "successPolicy" not in old
+    assert "podReplacementPolicy" not in old
+
+
+VERSIONS = [str(KubeVersion(1, minor)) for minor in range(25, 38)]
+SOURCES = ["batch.yaml", "hello-world.yaml", "interactive.yaml", "bursting-child.yaml"]
+
+
+@pytest.mark.parametrize("restart", ["OnFailure", "Never"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_releases_own_strict_schemas_accept_every_job(version: str, restart: str) -> None:
+    for source in SOURCES:
+        objects = rendering_of(EXAMPLES / source, version, restartPolicy=restart).objects()
+        for obj in objects:
+            assert kubecheck.schema_errors(obj, version) == [], (source, version, obj["kind"])
+        assert kubecheck.semantic_errors(objects) == [], (source, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(
+    ("source", "lead_decides"),
+    [
+        ("batch.yaml", True),
+        ("hello-world.yaml", True),  # submit
+        ("lammps.yaml", True),
+        ("interactive.yaml", False),
+        ("bursting-root.yaml", False),  # an interactive root
+        ("bursting-child.yaml", False),  # index 0 of a burst is not the lead
+        ("elastic.yaml", None),
+    ],
+)
+def test_rank_0_decides_only_where_its_exit_ends_the_work(
+    version: str, source: str, lead_decides: bool | None
+) -> None:
+    plan = plans.build(load_file(str(EXAMPLES / source))[0], kubeversion.parse(version))
+    if lead_decides is None:
+        lead_decides = not plan.persistent
+    job = render(plan, None).job
+    served = kubeversion.serves(plan.kube_version, JobField.SUCCESS_POLICY)
+    assert ("successPolicy" in job["spec"]) == (lead_decides and served)
+    assert ("podReplacementPolicy" in job["spec"]) == kubeversion.serves(
+        plan.kube_version, JobField.POD_REPLACEMENT_POLICY
+    )
+
+
+# --- retries and failures ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backoff", [0, 3])
+def test_with_restart_policy_never_each_rank_gets_the_operators_budget(
+    build: Callable[..., plans.MiniClusterPlan], backoff: int
+) -> None:
+    plan = build({"size": 3, "backoffLimit": backoff, "pod": {"restartPolicy": "Never"}})
+    spec = render(plan, None).job["spec"]
+    assert "backoffLimit" not in spec  # the budget is per rank
+    assert spec["backoffLimitPerIndex"] == (backoff or 100)
+    assert spec["maxFailedIndexes"] == 0  # a rank lost for good fails the instance
+    rules = spec["podFailurePolicy"]["rules"]
+    fail = [r["onExitCodes"] for r in rules if r["action"] == "FailJob"]
+    template = spec["template"]["spec"]
+    assert {r["containerName"] for r in fail} == {
+        template["containers"][0]["name"],
+        template["initContainers"][0]["name"],
+    }
+    assert all(r["values"] == sorted(exitcodes.CONFIGURATION_ERRORS) for r in fail)
+    assert rules[-1] == {
+        "action": "Ignore",
+        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+    }
+
+
+def test_with_restart_policy_on_failure_the_job_keeps_the_operators_retries(
+    build: Callable[..., plans.MiniClusterPlan],
+) -> None:
+    spec = render(build({"size": 3, "backoffLimit": 7}), None).job["spec"]
+    assert spec["backoffLimit"] == 7
+    assert not {"backoffLimitPerIndex", "maxFailedIndexes", "podFailurePolicy"} & set(spec)
+
+
+def test_the_scripts_exit_with_the_codes_the_failure_policy_knows() -> None:
+    data = render(plans.build(load_file(str(EXAMPLES / "bursting-child.yaml"))[0]), None)
+    scripts = data.entrypoint["data"]
+    wait = next(text for key, text in scripts.items() if key.startswith("wait-"))
+    assert f"exit {exitcodes.SETUP_FAILED}\n}}" in wait  # die()
+    assert f"exit {exitcodes.JOIN_FAILED}\n" in wait  # the join watchdog
+    assert f"exit {exitcodes.SETUP_FAILED}\n" in scripts["flux-init.sh"]
+    assert completion.NEVER == "Never"
+
+
+# --- readiness --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_broker_and_no_sidecar_has_the_readiness_probe(source: str) -> None:
+    for definition in load_file(str(EXAMPLES / source)):
+        plan = plans.build(definition)
+        containers = render(plan, None).job["spec"]["template"]["spec"]["containers"]
+        for container in containers:
+            probe = container.get("readinessProbe")
+            if container["name"] != plan.name:
+                assert probe is None
+                continue
+            assert probe == readiness.broker_probe(plan)
+            script = probe["exec"]["command"][-1]
+            assert plan.paths.socket in script
+            assert "flux uptime" in script
+
+
+# --- the component, the stack config, the CLI -------------------------------------------------
+
+
+def test_the_stack_config_takes_a_quoted_release_and_refuses_a_yaml_number() -> None:
+    assert ClusterConfig.model_validate({"kubernetesVersion": "1.30"}).kubernetes_version == "1.30"
+    for bad, says in ((1.3, "quoted string"), ("1.20", "older than 1.25")):
+        with pytest.raises(ValueError, match=says):
+            ClusterConfig.model_validate({"kubernetesVersion": bad})
+
+
+def test_render_kube_version_on_the_command_line(tmp_path: Path) -> None:
+    new = minicluster("render", str(EXAMPLES / "batch.yaml"), "--kube-version", "1.33", cwd=REPO)
+    assert new.returncode == 0, new.stderr
+    assert "succeededIndexes: '0'" in new.stdout
+    assert "podReplacementPolicy: Failed" in new.stdout
+    old = minicluster("render", str(EXAMPLES / "batch.yaml"), "--kube-version", "1.24", cwd=REPO)
+    assert old.returncode == 2
+    assert old.stderr.strip().splitlines() == [
+        "--kube-version: Kubernetes 1.24 is older than 1.25, the oldest release whose strict "
+        "schemas flux-minicluster checks renderings against; give 1.25 or newer"
+    ]
+
+
+@pytest.mark.parametrize(("kube_version", "lead_decides"), [(None, True), ("1.29", False)])
+def test_the_component_renders_for_its_kube_version(
+    run_pulumi: Callable[..., Any], kube_version: str | None, lead_decides: bool
+) -> None:
+    args: dict[str, Any] = {"spec": EXAMPLES / "batch.yaml", "curve_cert": CERT}
+    if kube_version is not None:
+        args["kube_version"] = kube_version
+    run = run_pulumi(lambda: MiniCluster("mc", args), mocks=RegistrationRecorder())
+    (job,) = [r.inputs for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
+    assert ("successPolicy" in job["spec"]) == lead_decides
+
+
+def test_a_new_release_replaces_the_job_where_a_field_cannot_change() -> None:
+    # every field the API server keeps immutable is one the renderer may add or drop
+    assert set(jobfields.IMMUTABLE) <= set(NEW_FIELDS)
+
+
+# --- the policies -----------------------------------------------------------------------------
+
+
+def test_a_success_policy_on_a_burst_is_a_violation() -> None:
+    objects = render(plans.build(load_file(str(EXAMPLES / "bursting-child.yaml"))[0]), None)
+    job = copy.deepcopy(objects.job)
+    assert BURST_NO_SUCCESS_POLICY.resource_check is not None
+    assert BURST_NO_SUCCESS_POLICY.resource_check(job, {}) == []
+    job["spec"]["successPolicy"] = {"rules": [{"succeededIndexes": "0"}]}
+    assert "index 0 is a worker" in BURST_NO_SUCCESS_POLICY.resource_check(job, {})[0]
+    report = checker.check([job], {})
+    assert any(v.policy == "burst-no-success-policy" for v in report.violations)
+
+
+def test_a_failure_policy_with_restart_on_failure_is_a_violation() -> None:
+    job = job_of(EXAMPLES / "batch.yaml", "1.33", restartPolicy="Never")
+    check = FAILURE_POLICY_NEEDS_NEVER.resource_check
+    assert check is not None
+    assert check(job, {}) == []
+    job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    assert "needs spec.template.spec.restartPolicy Never" in check(job, {})[0]
+    report = checker.check([job], {})
+    assert any(v.policy == "failure-policy-needs-never" for v in report.violations)
