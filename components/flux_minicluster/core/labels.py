@@ -48,3 +48,5 @@ NETWORK_POLICY_ANNOTATION: Final = f"{DOMAIN}/network-policy"
 # Pulumi await control (pulumi-kubernetes annotations).
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"
 WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
+# How pulumi-kubernetes deletes an object (foreground by default).
+DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"

@@ -36,13 +36,14 @@ from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import documents, placeholders
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
+from flux_minicluster.core import status as live_status
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
 from flux_minicluster.core.render import credentials
 from flux_minicluster.core.render.manifests import WAIT_MODES, Rendering, Wait, render
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import burstgroup, outputs, resources
+from flux_minicluster.deploy import burstgroup, outputs, queued, resources
 from flux_minicluster.deploy.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.keygen import (
     KeygenArgs,
@@ -77,7 +78,7 @@ JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
 # would apply the new Job to the old one while its foreground deletion runs: a field conflict,
 # or a "new" Job that disappears with the old one (found by tests/e2e/test_local_stack.py). With
 # background propagation the old Job object goes at once and its pods after it.
-DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
+DELETION_PROPAGATION_ANNOTATION: Final = lbl.DELETION_PROPAGATION_ANNOTATION
 _SOURCE: Final = "MiniClusterArgs"
 
 
@@ -129,6 +130,18 @@ class MiniClusterArgs(TypedDict, total=False):
     """A bursting root's: the addresses (CIDRs) its rank 0 admits the bursts from; every address
     when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
 
+    queue: str
+    """The Kueue LocalQueue (in the MiniCluster's namespace) that admits the Job: it is created
+    suspended with the label ``kueue.x-k8s.io/queue-name``, and ``wait`` waits for admission
+    first. The spec's ``jobLabels`` may name the queue instead."""
+
+    managed_by: str
+    """The Job's ``spec.managedBy`` (``kueue.x-k8s.io/multikueue`` for MultiKueue)."""
+
+    wait_timeout: int
+    """Seconds ``wait`` may take before ``pulumi up`` fails (default: pulumi-kubernetes' 10
+    minutes); for a queued MiniCluster, admission included."""
+
 
 class MiniCluster(MiniClusterOutputs):
     """A Flux MiniCluster: entrypoint ConfigMap, curve Secret, Services, an Indexed Job.
@@ -168,6 +181,7 @@ class Prepared:
     certificate_source: str
     lead_broker: pulumi.Input[str] | None
     burst_group: pulumi.Input[BurstGroupArgs] | None
+    wait_timeout: int | None = None
 
 
 def expand(
@@ -265,7 +279,17 @@ def expand(
         before_job.append(resource)
     service = registered[id(rendering.headless_service)]
 
-    job_registered, patch_await = job_registration(rendering.job)
+    job_registered, patch_await = job_registration(rendering.job, prepared.wait_timeout)
+    queue_await: dict[str, str] | None = None
+    ignore_changes = list(JOB_IGNORE_CHANGES)
+    if rendering.queue is not None:
+        job_registered, patch_await, queue_await, waits_for = queued.split_awaits(
+            job_registered, patch_await, prepared.wait_timeout
+        )
+        ignore_changes += queued.QUEUED_IGNORE_CHANGES
+        pulumi.log.info(
+            queued.admission_message(plan.name, rendering.queue, waits_for), resource=component
+        )
     job = resources.register(
         resource_name,
         outputs.substitute(job_registered, replacements),
@@ -274,19 +298,20 @@ def expand(
             extra_depends_on=before_job,
             delete_before_replace=True,
             replace_on_changes=["spec.template"],
-            ignore_changes=list(JOB_IGNORE_CHANGES),
+            ignore_changes=ignore_changes,
         ),
     )
     size = plan.spec.size
-    k8s.batch.v1.JobPatch(
+    # An Output: a burst's Job holds text that is known once its root's is.
+    job_hash = pulumi.Output.from_input(job_registered).apply(_job_hash)
+    size_patch = k8s.batch.v1.JobPatch(
         f"{resource_name}-size",
         metadata={
             "name": plan.names.cluster,
             "namespace": plan.namespace,
             "annotations": {
                 PATCH_FORCE_ANNOTATION: "true",
-                # An Output: a burst's Job holds text that is known once its root's is.
-                JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(_job_hash),
+                JOB_HASH_ANNOTATION: job_hash,
                 **patch_await,
             },
         },
@@ -296,6 +321,22 @@ def expand(
         # refused by the API server, failing the destroy.
         opts=child_opts(None, extra_depends_on=[job], deleted_with=job),
     )
+    awaited = size_patch
+    if rendering.queue is not None and queue_await is not None:
+        # The wait of a queued MiniCluster, after the size patch, named after its LocalQueue.
+        awaited = k8s.batch.v1.JobPatch(
+            queued.await_resource_name(resource_name, rendering.queue),
+            metadata={
+                "name": plan.names.cluster,
+                "namespace": plan.namespace,
+                "annotations": {
+                    PATCH_FORCE_ANNOTATION: "true",
+                    JOB_HASH_ANNOTATION: job_hash,
+                    **queue_await,
+                },
+            },
+            opts=child_opts(None, extra_depends_on=[size_patch], deleted_with=job),
+        )
 
     published: dict[str, pulumi.Output[Any]] = {
         # Tied to the resources, so that a consumer of these names waits for the objects.
@@ -311,11 +352,39 @@ def expand(
         "curve_public_key": public_key,
         "curve_cert": certificate,
         **_restful_outputs(plan, replacements),
+        "queue": pulumi.Output.from_input(
+            rendering.queue.queue if rendering.queue is not None else None
+        ),
+        # The Job as the last await left it (the patches' outputs are the live Job).
+        "status": pulumi.Output.all(awaited.metadata, awaited.spec, awaited.status).apply(
+            lambda live: _live_status(plan, rendering.job, *live)
+        ),
     }
     for name, value in published.items():
         setattr(component, name, value)
     component.register_outputs(published)
     return keygen
+
+
+def _live_status(
+    plan: plans.MiniClusterPlan,
+    rendered_job: Mapping[str, Any],
+    metadata: Any,
+    spec: Any,
+    status: Any,
+) -> dict[str, Any]:
+    """``core.status`` of the live Job a JobPatch returned (its outputs are dicts keyed as the
+    API spells them); the rendered Job fills in what a patch's outputs may lack."""
+    labels = {
+        **rendered_job["metadata"].get("labels", {}),
+        **((metadata or {}).get("labels") or {}),
+    }
+    job = {
+        "metadata": {**(metadata or {}), "labels": labels},
+        "spec": {**rendered_job["spec"], **(spec or {})},
+        "status": dict(status or {}),
+    }
+    return live_status.interpret(plan.name, plan.namespace, job).to_json()
 
 
 def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
@@ -362,13 +431,16 @@ def _restful_outputs(
     }
 
 
-def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def job_registration(
+    job: Mapping[str, Any], wait_timeout: int | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The rendered Job as the component registers it, and the await annotations of its JobPatch.
 
     A ``waitFor`` (it names the size) moves to the JobPatch and the Job gets ``skipAwait`` in its
     place. A Job without ``waitFor`` keeps its await annotations and the patch skips awaiting: the
     Job itself already waited (or skips). A Job that skips awaiting is deleted with background
     propagation (``DELETION_PROPAGATION_ANNOTATION``); everything else is the rendered Job.
+    ``wait_timeout`` (seconds) bounds whichever of the two waits.
     """
     metadata = dict(job["metadata"])
     annotations = dict(metadata.get("annotations") or {})
@@ -380,6 +452,10 @@ def job_registration(job: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     )
     if wait_for is not None:
         annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
+    if wait_timeout is not None:
+        waiter = patch_await if wait_for is not None else annotations
+        if waiter.get(lbl.SKIP_AWAIT_ANNOTATION) != "true":
+            waiter[queued.TIMEOUT_ANNOTATION] = str(wait_timeout)
     if annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true":
         annotations[DELETION_PROPAGATION_ANNOTATION] = "background"
     metadata["annotations"] = annotations
@@ -425,6 +501,13 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         value = args.get(key)
         if value is not None and not isinstance(value, str):
             problems.append(Problem(key, f"must be a string, got {type(value).__name__}"))
+    wait_timeout = args.get("wait_timeout")
+    if wait_timeout is not None and (
+        not isinstance(wait_timeout, int) or isinstance(wait_timeout, bool) or wait_timeout < 1
+    ):
+        problems.append(
+            Problem("wait_timeout", f"must be a positive number of seconds, got {wait_timeout!r}")
+        )
     lead_broker = args.get("lead_broker")
     if isinstance(lead_broker, str) and (problem := outputs.lead_address_problem(lead_broker)):
         problems.append(Problem("lead_broker", problem))
@@ -462,6 +545,8 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
             wait=wait,
             network_policy=bool(args.get("network_policy", True)),
             lead_source_ranges=list(args.get("lead_source_ranges") or ()),
+            queue=args.get("queue"),
+            managed_by=args.get("managed_by"),
         )
     except SpecError as err:
         raise err.with_source(_SOURCE) from None
@@ -481,6 +566,7 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         certificate_source=source,
         lead_broker=lead_broker,
         burst_group=burst_group,
+        wait_timeout=wait_timeout,
     )
 
 

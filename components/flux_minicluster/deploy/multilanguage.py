@@ -137,6 +137,12 @@ class MiniClusterInputs(TypedDict, total=False):
     burst_group: pulumi.Input[BurstGroup]
     network_policy: bool
     lead_source_ranges: list[str]
+    queue: str
+    """The Kueue LocalQueue that admits the Job (created suspended, labelled for the queue)."""
+    managed_by: str
+    """The Job's spec.managedBy (kueue.x-k8s.io/multikueue for MultiKueue)."""
+    wait_timeout: int
+    """Seconds `wait` may take, admission included, before the deployment fails."""
 
 
 class MiniCluster(MiniClusterOutputs):

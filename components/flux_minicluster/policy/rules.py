@@ -20,6 +20,8 @@ Rule ids and their options (defaults in brackets):
   checked against the root stack's outputs when its StackReference is in the set (see
   ``stackref``), else among the group's objects.
 * ``namespace-not-default`` (advisory): ``forbiddenNamespaces`` [default, kube-system].
+* ``queued-job-suspended`` (mandatory): a Job labelled for a Kueue LocalQueue is created with
+  ``spec.suspend: true`` (``queue_rules``).
 * ``lead-open-to-all`` (advisory): a bursting root's lead Service (LoadBalancer or NodePort on
   rank 0) is not open to every address; ``allowOpen`` [[]]: MiniCluster names (or ``"*"``)
   exempted.
@@ -28,6 +30,7 @@ Rule ids and their options (defaults in brackets):
 from __future__ import annotations
 
 from flux_minicluster.policy.model import Level, Manifest, Option, Rule, Settings
+from flux_minicluster.policy.queue_rules import QUEUED_JOB_SUSPENDED
 from flux_minicluster.policy.resource_rules import (
     CURVE_CERT_IN_SECRET,
     FLUX_CONTAINER_RESOURCES,
@@ -54,6 +57,7 @@ __all__ = [
     "NO_PRIVILEGED",
     "PERSISTENT_NO_HANG",
     "PINNED_IMAGES",
+    "QUEUED_JOB_SUSPENDED",
     "Level",
     "Manifest",
     "Option",
@@ -74,6 +78,7 @@ ALL_RULES: tuple[Rule, ...] = (
     BURST_GROUP_CONSISTENT,
     NAMESPACE_NOT_DEFAULT,
     LEAD_OPEN_TO_ALL,
+    QUEUED_JOB_SUSPENDED,
 )
 
 _BY_ID = {rule.id: rule for rule in ALL_RULES}
