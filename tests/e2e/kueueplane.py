@@ -1,0 +1,198 @@
+"""The real Kueue controller manager against an e2e control plane, outside the cluster.
+
+``Kueue(bindir, control_plane)`` installs the CRDs of the release the toolchain built (the
+``kueue`` piece keeps them beside the binary, ``toolchain/kueue.py``) with ``kubectl apply
+--server-side`` (they are too large for the client-side annotation), waits until they are
+Established, and starts ``bin/kueue`` as a process of this machine with the control plane's
+admin kubeconfig (``KUEUE``'s rights are the admin's: no RBAC to install).
+
+What is not as in a cluster, deliberately:
+
+* **webhooks off**: no Mutating/ValidatingWebhookConfiguration is installed, so the API server
+  never calls Kueue. Kueue still starts its webhook server (controller-runtime does), on
+  127.0.0.1 with a throwaway self-signed certificate; nothing connects to it. So a queued Job is
+  suspended because we create it so, not because a webhook did (which is the point of the
+  ``queued-job-suspended`` policy);
+* internal certificate management, leader election, the metrics endpoint and the visibility
+  API server (an aggregated API) are off; the health endpoint is on a free 127.0.0.1 port and
+  ``start()`` returns once ``/readyz`` answers;
+* only the ``batch/job`` integration is on.
+
+Everything Kueue does to Jobs and Workloads (creating the Workload, quota, admission, resuming
+the Job with the flavor's node selectors and tolerations, marking it finished) is the real
+controller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+from controlplane import ControlPlane, ControlPlaneError
+
+NAMESPACE = "kueue-system"
+API = "kueue.x-k8s.io/v1beta2"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def crd_dir(bindir: Path) -> Path:
+    """The CRDs beside the binary the toolchain's ``kueue`` symlink points to."""
+    return (bindir / "kueue").resolve().parent.parent / "crds"
+
+
+class Kueue:
+    def __init__(self, bindir: Path, cp: ControlPlane, *, start_timeout: float = 180.0) -> None:
+        self.binary = bindir / "kueue"
+        self.crds = crd_dir(bindir)
+        self.cp = cp
+        self.start_timeout = start_timeout
+        self.workdir = Path(tempfile.mkdtemp(prefix="kueue-", dir=cp.workdir))
+        self.log = self.workdir / "kueue.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.health_port = _free_port()
+        self.startup_seconds: float | None = None
+
+    def __enter__(self) -> Kueue:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Kueue:
+        t0 = time.monotonic()
+        self.cp.kubectl("apply", "--server-side", "-f", str(self.crds), timeout=120)
+        self.cp.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(self.crds)
+        )
+        self.cp.kubectl("create", "namespace", NAMESPACE)
+        certs = self.workdir / "certs"
+        certs.mkdir()
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-subj", "/CN=localhost", "-keyout", str(certs / "tls.key"),
+             "-out", str(certs / "tls.crt")],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        config = {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "namespace": NAMESPACE,
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{self.health_port}"},
+            "metrics": {"bindAddress": "0"},
+            "webhook": {"port": _free_port(), "host": "127.0.0.1", "certDir": str(certs)},
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "integrations": {"frameworks": ["batch/job"]},
+        }
+        config_file = self.workdir / "config.yaml"
+        config_file.write_text(yaml.safe_dump(config))
+        env = {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig)}
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [str(self.binary), f"--config={config_file}",
+                 "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ControlPlaneError(f"kueue exited {self.proc.returncode}:\n{self.tail()}")
+            with contextlib.suppress(OSError):
+                url = f"http://127.0.0.1:{self.health_port}/readyz"
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        self.startup_seconds = time.monotonic() - t0
+                        return self
+            time.sleep(0.5)
+        raise ControlPlaneError(f"kueue not ready in {self.start_timeout:.0f}s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    # -- objects -------------------------------------------------------------------------------
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        self.cp.kubectl(
+            "apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(list(objects))
+        )
+
+    def workloads(self, namespace: str) -> list[dict[str, Any]]:
+        path = f"/apis/{API}/namespaces/{namespace}/workloads"
+        return list(self.cp.get(path).get("items", []))
+
+
+def resource_flavor(name: str, node_labels: dict[str, str], toleration_key: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeLabels": node_labels,
+            "tolerations": [{"key": toleration_key, "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+
+
+def cluster_queue(name: str, flavor: str, pods: int) -> dict[str, Any]:
+    """Quota for ``pods`` pods (one broker each); CPU and memory plentiful but covered (Kueue
+    refuses a Workload that requests a resource its ClusterQueue does not cover)."""
+    return {
+        "apiVersion": API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "pods"],
+                    "flavors": [
+                        {
+                            "name": flavor,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "1000"},
+                                {"name": "memory", "nominalQuota": "10000Gi"},
+                                {"name": "pods", "nominalQuota": pods},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(name: str, namespace: str, cluster_queue_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue_name},
+    }
