@@ -49,6 +49,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _self_signed(folder: Path) -> None:
+    """A throwaway certificate for localhost, as tls.crt and tls.key in ``folder``."""
+    folder.mkdir(parents=True)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-keyout", str(folder / "tls.key"),
+         "-out", str(folder / "tls.crt")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _established(cp: ControlPlane, path: str) -> bool:
+    for c in (cp.get(path) or {}).get("status", {}).get("conditions", []) or []:
+        if c.get("type") == "Established":
+            return bool(c.get("status") == "True")
+    return False
+
+
 def crd_dir(bindir: Path) -> Path:
     """The CRDs beside the binary the toolchain's ``kueue`` symlink points to."""
     return (bindir / "kueue").resolve().parent.parent / "crds"
@@ -75,18 +93,19 @@ class Kueue:
     def start(self) -> Kueue:
         t0 = time.monotonic()
         self.cp.kubectl("apply", "--server-side", "-f", str(self.crds), timeout=120)
-        self.cp.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "-f", str(self.crds)
-        )
+        for crd in sorted(self.crds.glob("*.yaml")):
+            name = yaml.safe_load(crd.read_text())["metadata"]["name"]
+            path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+            self.cp.wait_for(f"CRD {name} Established", lambda p=path: _established(self.cp, p))
         self.cp.kubectl("create", "namespace", NAMESPACE)
         certs = self.workdir / "certs"
-        certs.mkdir()
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-             "-subj", "/CN=localhost", "-keyout", str(certs / "tls.key"),
-             "-out", str(certs / "tls.crt")],
-            check=True, capture_output=True,
-        )  # fmt: skip
+        _self_signed(certs)
+        # Without internal certificate management Kueue reads its metrics server's certificate
+        # from the fixed path /etc/kueue/metrics/certs (even with metrics off). It gets one in a
+        # mount namespace of its own: /etc as a read-only overlay with kueue/ added on top, so
+        # nothing is written to the machine's /etc.
+        extra = self.workdir / "etc"
+        _self_signed(extra / "kueue" / "metrics" / "certs")
         config = {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",
             "kind": "Configuration",
@@ -103,7 +122,9 @@ class Kueue:
         env = {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig)}
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [str(self.binary), f"--config={config_file}",
+                ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                 f'mount -t overlay overlay -o "lowerdir={extra}:/etc" /etc && exec "$@"', "sh",
+                 str(self.binary), f"--config={config_file}",
                  "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"],
                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )  # fmt: skip
