@@ -356,14 +356,28 @@ def expand(
             rendering.queue.queue if rendering.queue is not None else None
         ),
         # The Job as the last await left it (the patches' outputs are the live Job).
-        "status": pulumi.Output.all(awaited.metadata, awaited.spec, awaited.status).apply(
-            lambda live: _live_status(plan, rendering.job, *live)
-        ),
+        "status": pulumi.Output.all(
+            awaited.metadata.apply(_plain),
+            awaited.spec.apply(
+                lambda spec: _plain({k: v for k, v in dict.items(spec or {}) if k != "template"})
+            ),
+            awaited.status.apply(_plain),
+        ).apply(lambda live: _live_status(plan, rendering.job, *live)),
     }
     for name, value in published.items():
         setattr(component, name, value)
     component.register_outputs(published)
     return keygen
+
+
+def _plain(value: Any) -> Any:
+    """An output value as plain JSON data. The SDK's output types are dicts whose properties
+    shadow dict methods (a selector requirement's ``values``), which Output.all cannot lift."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in dict.items(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _live_status(
