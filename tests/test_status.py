@@ -111,8 +111,12 @@ PENDING = "couldn't assign flavors to pod set main: insufficient unused quota fo
                                                 message="The workload is admitted"),
                     cluster_queue="brokers")]),
          "ready", {"joined": 4}),
+        ((job(suspend=True, queue="team-a"), [],
+          [workload(cond("QuotaReserved"), cond("Admitted"), cluster_queue="brokers")]),
+         "starting", {"running": False}),
     ],
-    ids=["absent", "starting", "ready", "succeeded", "failed", "suspended", "queued", "admitted"],
+    ids=["absent", "starting", "ready", "succeeded", "failed", "suspended", "queued", "admitted",
+         "admitted-not-resumed"],
 )  # fmt: skip
 def test_phases(objects: Any, phase: str, summary: dict[str, Any]) -> None:
     found = status.interpret(NAME, "ns", *objects)

@@ -16,8 +16,9 @@ the component's ``status`` output alike:
   code of rank 0's Flux container (the container named after the MiniCluster in the pod of
   completion index 0), which is the user's command's exit code.
 
-``phase`` sums it up in one word: ``absent``, ``queued``, ``suspended``, ``starting``,
-``ready`` (every broker joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
+``phase`` sums it up in one word: ``absent``, ``queued`` (waiting for Kueue's admission),
+``suspended`` (an unqueued Job someone suspended), ``starting``, ``ready`` (every broker
+joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
 """
 
 from __future__ import annotations
@@ -213,8 +214,11 @@ def interpret(
         phase = "succeeded"
     elif failed:
         phase = "failed"
+    elif suspended and admission is not None:
+        # Admitted but not resumed yet: Kueue resumes it next.
+        phase = "starting" if admission.admitted else "queued"
     elif suspended:
-        phase = "queued" if admission is not None and not admission.admitted else "suspended"
+        phase = "suspended"
     elif size and joined >= size:
         phase = "ready"
     else:
