@@ -26,11 +26,13 @@ controller's.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -38,6 +40,7 @@ from typing import Any
 
 import yaml
 from controlplane import ControlPlane, ControlPlaneError
+from stackrun import PREFIX, Engine, Stack, new_certificate, venv_prefix
 
 NAMESPACE = "kueue-system"
 API = "kueue.x-k8s.io/v1beta2"
@@ -168,6 +171,72 @@ class Kueue:
     def workloads(self, namespace: str) -> list[dict[str, Any]]:
         path = f"/apis/{API}/namespaces/{namespace}/workloads"
         return list(self.cp.get(path).get("items", []))
+
+
+def queued_stack(
+    engine: Engine,
+    project: Path,
+    cp: ControlPlane,
+    namespace: str,
+    queue: str,
+    name: str,
+    settings: dict[str, Any],
+) -> Stack:
+    """A copy of the bundled local stack in ``namespace`` (which exists) with
+    ``minicluster.queue`` set to ``queue`` and the rest of ``minicluster`` from ``settings``."""
+    stack = engine.stack(
+        project,
+        name,
+        like="local",
+        kubeconfig=cp.kubeconfig,
+        context=cp.name,
+        curve_cert=new_certificate(name),
+    )
+    stack.set(f"{PREFIX}:cluster.namespace", namespace)
+    stack.set(f"{PREFIX}:cluster.createNamespace", "false")
+    stack.set_object(f"{PREFIX}:minicluster", {"queue": queue, **settings})
+    return stack
+
+
+def status(cp: ControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    """`minicluster status NAME -n NAMESPACE -o json` against the control plane."""
+    proc = subprocess.run(
+        [str(venv_prefix() / "bin" / "minicluster"), "status", name, "-n", namespace,
+         "--kubeconfig", str(cp.kubeconfig), "-o", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout))
+
+
+class Watcher:
+    """``minicluster status`` of one MiniCluster every second, in a thread, while `up` runs."""
+
+    def __init__(self, cp: ControlPlane, namespace: str, name: str) -> None:
+        self.cp, self.namespace, self.name = cp, namespace, name
+        self.seen: list[tuple[float, dict[str, Any]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Watcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=90)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.seen.append((time.monotonic(), status(self.cp, self.namespace, self.name)))
+            self._stop.wait(1.0)
+
+    def phases(self) -> list[str]:
+        out: list[str] = []
+        for _, st in self.seen:
+            if not out or out[-1] != st["phase"]:
+                out.append(st["phase"])
+        return out
 
 
 def resource_flavor(name: str, node_labels: dict[str, str], toleration_key: str) -> dict[str, Any]:

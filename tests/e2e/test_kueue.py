@@ -23,10 +23,6 @@ What must hold:
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,8 +31,16 @@ import pytest
 import yaml
 from controlplane import COMPLETE_AFTER, ControlPlane
 from kube import condition, job
-from kueueplane import Kueue, cluster_queue, local_queue, resource_flavor
-from stackrun import PREFIX, Engine, Stack, StackError, changes_of, new_certificate, venv_prefix
+from kueueplane import (
+    Kueue,
+    Watcher,
+    cluster_queue,
+    local_queue,
+    queued_stack,
+    resource_flavor,
+    status,
+)
+from stackrun import PREFIX, Engine, StackError, changes_of
 
 from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
 
@@ -78,64 +82,6 @@ def kueue(module_control_plane: ControlPlane, toolchain_bin: Path) -> Iterator[K
         yield k
 
 
-def queued_stack(
-    engine: Engine, project: Path, cp: ControlPlane, name: str, settings: dict[str, Any]
-) -> Stack:
-    stack = engine.stack(
-        project,
-        name,
-        like="local",
-        kubeconfig=cp.kubeconfig,
-        context=cp.name,
-        curve_cert=new_certificate(name),
-    )
-    stack.set(f"{PREFIX}:cluster.namespace", NAMESPACE)
-    stack.set(f"{PREFIX}:cluster.createNamespace", "false")
-    stack.set_object(f"{PREFIX}:minicluster", {"queue": QUEUE, **settings})
-    return stack
-
-
-def status(cp: ControlPlane, name: str) -> dict[str, Any]:
-    """`minicluster status NAME -n NAMESPACE -o json` against the control plane."""
-    proc = subprocess.run(
-        [str(venv_prefix() / "bin" / "minicluster"), "status", name, "-n", NAMESPACE,
-         "--kubeconfig", str(cp.kubeconfig), "-o", "json"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return dict(json.loads(proc.stdout))
-
-
-class Watcher:
-    """``minicluster status`` of one MiniCluster every second, in a thread, while `up` runs."""
-
-    def __init__(self, cp: ControlPlane, name: str) -> None:
-        self.cp, self.name = cp, name
-        self.seen: list[tuple[float, dict[str, Any]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Watcher:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=90)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.seen.append((time.monotonic(), status(self.cp, self.name)))
-            self._stop.wait(1.0)
-
-    def phases(self) -> list[str]:
-        out: list[str] = []
-        for _, st in self.seen:
-            if not out or out[-1] != st["phase"]:
-                out.append(st["phase"])
-        return out
-
-
 def test_two_miniclusters_share_a_queue(
     module_control_plane: ControlPlane,
     kueue: Kueue,
@@ -146,7 +92,7 @@ def test_two_miniclusters_share_a_queue(
     cp = module_control_plane
     # The first runs 20 s once admitted; `up` returns at once (wait: none).
     first = queued_stack(
-        engine, project, cp, "queue-first",
+        engine, project, cp, NAMESPACE, QUEUE, "queue-first",
         {"spec": minicluster("flux-first", 4, pod={"annotations": {COMPLETE_AFTER: "20s"}}),
          "wait": "none"},
     )  # fmt: skip
@@ -158,11 +104,11 @@ def test_two_miniclusters_share_a_queue(
     )
     # The second asks for the same 4 pods of quota and waits until it completes.
     second = queued_stack(
-        engine, project, cp, "queue-second",
+        engine, project, cp, NAMESPACE, QUEUE, "queue-second",
         {"spec": minicluster("flux-second", 4, pod={"annotations": {COMPLETE_AFTER: "3s"}}),
          "wait": "complete", "waitTimeout": 300},
     )  # fmt: skip
-    with Watcher(cp, "flux-second") as watched:
+    with Watcher(cp, NAMESPACE, "flux-second") as watched:
         second.up()
     output = second.last().output
     assert f"waits for admission by LocalQueue {QUEUE!r}" in output, output[-2000:]
@@ -181,7 +127,7 @@ def test_two_miniclusters_share_a_queue(
     first_done = _condition_time(first_job, "Complete")
     second_admitted = _condition_time(_workload(kueue, second_job), "Admitted")
     assert second_admitted >= first_done, (first_done, second_admitted)
-    final = status(cp, "flux-second")
+    final = status(cp, NAMESPACE, "flux-second")
     assert final["phase"] == "succeeded", final
     assert final["exit_code"] == 0, final
     assert final["admission"]["admitted"]
@@ -204,7 +150,7 @@ def test_an_admitted_minicluster_has_no_diff(
 ) -> None:
     cp = module_control_plane
     stack = queued_stack(
-        engine, project, cp, "queue-running",
+        engine, project, cp, NAMESPACE, QUEUE, "queue-running",
         {"spec": minicluster("flux-running", 2, jobLabels={"kueue.x-k8s.io/priority-class": "p1"}),
          "wait": "ready", "waitTimeout": 180},
     )  # fmt: skip
@@ -221,7 +167,7 @@ def test_an_admitted_minicluster_has_no_diff(
     # What Kueue injected on admission: the flavor's node labels and toleration.
     assert template.get("nodeSelector", {}).get("type") == "kwok", template.get("nodeSelector")
     assert any(t.get("key") == TOLERATION for t in template.get("tolerations", [])), template
-    assert status(cp, "flux-running")["phase"] == "ready"
+    assert status(cp, NAMESPACE, "flux-running")["phase"] == "ready"
     assert stack.outputs()["status"]["phase"] == "ready"
     assert stack.outputs()["queue"] == QUEUE
 
@@ -260,7 +206,7 @@ def test_a_minicluster_larger_than_the_quota_times_out_naming_the_queue(
 ) -> None:
     cp = module_control_plane
     stack = queued_stack(
-        engine, project, cp, "queue-too-large",
+        engine, project, cp, NAMESPACE, QUEUE, "queue-too-large",
         {"spec": minicluster("flux-too-large", QUOTA_PODS + 1), "wait": "ready",
          "waitTimeout": 25},
     )  # fmt: skip
@@ -270,7 +216,7 @@ def test_a_minicluster_larger_than_the_quota_times_out_naming_the_queue(
     assert f"localqueue-{QUEUE}" in message, message[-3000:]
     live = job(cp, NAMESPACE, "flux-too-large")
     assert live["spec"]["suspend"] is True
-    found = status(cp, "flux-too-large")
+    found = status(cp, NAMESPACE, "flux-too-large")
     assert found["phase"] == "queued", found
     assert found["admission"]["queue"] == QUEUE
     assert not found["admission"]["admitted"]
