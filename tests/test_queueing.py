@@ -17,7 +17,7 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core import queueing
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.deploy import queued
+from flux_minicluster.deploy import program, queued, stackconfig
 from flux_minicluster.deploy.minicluster import JOB_IGNORE_CHANGES, MiniCluster
 from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, plain
 from flux_minicluster.policy.checker import check
@@ -184,3 +184,19 @@ def test_the_policy_flags_a_queue_label_without_suspend(build: Build) -> None:
     rendering.job["spec"]["suspend"] = False
     report = check(rendering.objects())  # the offline checker runs it among the pack's rules
     assert [v.policy for v in report.mandatory] == ["queued-job-suspended"]
+
+
+def test_the_stack_config_keys_reach_the_component() -> None:
+    config = stackconfig.parse_stack_config(
+        {"minicluster": {"file": "examples/hello-world.yaml", "queue": "team-a",
+                         "managedBy": queueing.KUEUE_MANAGED_BY, "waitTimeout": 600}}
+    )  # fmt: skip
+    definition = config.definition(Path(__file__).resolve().parents[1])
+    args = program._args(config, definition, {})
+    assert (args["queue"], args["managed_by"], args["wait_timeout"]) == (
+        "team-a",
+        queueing.KUEUE_MANAGED_BY,
+        600,
+    )
+    with pytest.raises(SpecError, match="waitTimeout"):
+        stackconfig.parse_stack_config({"minicluster": {"file": "x.yaml", "waitTimeout": "soon"}})
