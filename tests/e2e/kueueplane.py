@@ -86,6 +86,7 @@ class Kueue:
         self.proc: subprocess.Popen[bytes] | None = None
         self.health_port = _free_port()
         self.startup_seconds: float | None = None
+        self.version = "unknown"
 
     def __enter__(self) -> Kueue:
         return self.start()
@@ -140,6 +141,7 @@ class Kueue:
                 with urllib.request.urlopen(url, timeout=2) as resp:
                     if resp.status == 200:
                         self.startup_seconds = time.monotonic() - t0
+                        self.version = self._logged_version()
                         return self
             time.sleep(0.5)
         raise ControlPlaneError(f"kueue not ready in {self.start_timeout:.0f}s:\n{self.tail()}")
@@ -154,6 +156,13 @@ class Kueue:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+
+    def _logged_version(self) -> str:
+        """The gitVersion Kueue logged when it started (its "Initializing" line)."""
+        for line in self.log.read_text(errors="replace").splitlines():
+            if '"msg":"Initializing"' in line:
+                return str(json.loads(line).get("gitVersion"))
+        return "unknown"
 
     def tail(self, lines: int = 40) -> str:
         try:

@@ -23,6 +23,7 @@ What must hold:
 from __future__ import annotations
 
 import copy
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,8 @@ def minicluster(name: str, size: int, **spec: Any) -> dict[str, Any]:
 def kueue(module_control_plane: ControlPlane, toolchain_bin: Path) -> Iterator[Kueue]:
     cp = module_control_plane
     with Kueue(toolchain_bin, cp) as k:
+        pins = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["flux-minicluster"]
+        assert k.version == pins["toolchain"]["kueue"]["version"], k.tail()
         cp.kubectl("create", "namespace", NAMESPACE)
         k.apply(
             resource_flavor(FLAVOR, {"type": "kwok"}, TOLERATION),

@@ -14,7 +14,9 @@ binary, ``<key>/crds/`` holds the release's CustomResourceDefinitions, copied fr
 
 The build is ``go install sigs.k8s.io/kueue/cmd/kueue@<version>``: Kueue's own go.mod decides
 every dependency (no wrapper module), with the toolchain's shared GOMODCACHE and GOCACHE,
-``-trimpath`` and ``-ldflags "-s -w"`` like every other piece.
+``-trimpath`` and ``-ldflags "-s -w"`` like every other piece, and the release in
+``pkg/version.GitVersion`` (which ``go install`` leaves at ``v0.0.0-main``): Kueue logs it when it
+starts, and the e2e harness checks it is the pinned one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 MODULE = "sigs.k8s.io/kueue"
 PACKAGE = f"{MODULE}/cmd/kueue"
 CRD_DIR = ("config", "components", "crd", "bases")
+VERSION_VAR = f"{MODULE}/pkg/version.GitVersion"  # what Kueue logs at start ("gitVersion")
 
 
 def kueue_pins(pins_raw: dict[str, object]) -> dict[str, str]:
@@ -93,7 +96,13 @@ def build(b: ModuleType, kp: dict[str, str]) -> Path:
         t0 = time.monotonic()
         b.log(f"kueue: go install {PACKAGE}@{version} (log {logfile})")
         b.run_go(
-            ["install", "-trimpath", "-ldflags", "-s -w", f"{PACKAGE}@{version}"],
+            [
+                "install",
+                "-trimpath",
+                "-ldflags",
+                f"-s -w -X {VERSION_VAR}={version}",
+                f"{PACKAGE}@{version}",
+            ],
             keydir,
             env,
             logfile,
