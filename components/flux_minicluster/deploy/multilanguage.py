@@ -182,6 +182,9 @@ def python_args(inputs: Mapping[str, Any]) -> minicluster.MiniClusterArgs:
         args["spec"] = jsonvalues.plain(spec)
     if "wait" in args:
         args["wait"] = _string(args["wait"])
+    timeout = args.get("wait_timeout")
+    if isinstance(timeout, float) and timeout.is_integer():
+        args["wait_timeout"] = int(timeout)  # numbers cross the gRPC boundary as floats
     if isinstance(args.get("keygen"), Mapping):
         args["keygen"] = {key: _string(value) for key, value in args["keygen"].items()}
     return typing.cast(minicluster.MiniClusterArgs, args)
