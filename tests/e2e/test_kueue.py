@@ -93,11 +93,19 @@ def test_two_miniclusters_share_a_queue(
     e2e_report: Callable[[str], None],
 ) -> None:
     cp = module_control_plane
-    # The first runs 20 s once admitted; `up` returns at once (wait: none).
+    # Both stacks are configured first (each config call is a CLI run: slow on a loaded
+    # machine), so that the second's `up` follows the first's at once. The first runs 45 s
+    # once admitted and its `up` returns at once (wait: none).
     first = queued_stack(
         engine, project, cp, NAMESPACE, QUEUE, "queue-first",
-        {"spec": minicluster("flux-first", 4, pod={"annotations": {COMPLETE_AFTER: "20s"}}),
+        {"spec": minicluster("flux-first", 4, pod={"annotations": {COMPLETE_AFTER: "45s"}}),
          "wait": "none"},
+    )  # fmt: skip
+    # The second asks for the same 4 pods of quota and waits until it completes.
+    second = queued_stack(
+        engine, project, cp, NAMESPACE, QUEUE, "queue-second",
+        {"spec": minicluster("flux-second", 4, pod={"annotations": {COMPLETE_AFTER: "3s"}}),
+         "wait": "complete", "waitTimeout": 300},
     )  # fmt: skip
     first.up()
     cp.wait_for(
@@ -105,12 +113,6 @@ def test_two_miniclusters_share_a_queue(
         lambda: job(cp, NAMESPACE, "flux-first")["spec"].get("suspend") is False,
         timeout=90,
     )
-    # The second asks for the same 4 pods of quota and waits until it completes.
-    second = queued_stack(
-        engine, project, cp, NAMESPACE, QUEUE, "queue-second",
-        {"spec": minicluster("flux-second", 4, pod={"annotations": {COMPLETE_AFTER: "3s"}}),
-         "wait": "complete", "waitTimeout": 300},
-    )  # fmt: skip
     with Watcher(cp, NAMESPACE, "flux-second") as watched:
         second.up()
     output = second.last().output
