@@ -527,6 +527,22 @@ def test_outputs_resolve(run_pulumi: Run) -> None:
         "restful_user": None,
         "restful_token": None,
         "restful_secret_key": None,
+        "queue": None,
+        # Under the mocks a JobPatch's outputs are its inputs: the Job as created, no status yet.
+        "status": {
+            "name": "flux-sample",
+            "namespace": "hpc",
+            "phase": "starting",
+            "created": True,
+            "size": 2,
+            "joined": 0,
+            "running": False,
+            "succeeded": False,
+            "failed": False,
+            "reason": None,
+            "exit_code": None,
+            "admission": None,
+        },
     }
     assert isinstance(values["size"], int)
     assert isinstance(values["max_size"], int)

@@ -157,6 +157,22 @@ CASES = {
         {"curve_cert": CERT, "namespace": "hpc", "lead_source_ranges": ["10.0.0.0/8"]},
         {"curveCert": CERT, "namespace": "hpc", "leadSourceRanges": ["10.0.0.0/8"]},
     ),
+    # A queued MiniCluster: waitTimeout arrives as a double.
+    "queued": (
+        yaml.safe_load((ROOT / "examples" / "hello-world.yaml").read_text()),
+        {
+            "curve_cert": CERT,
+            "queue": "team-a",
+            "managed_by": "kueue.x-k8s.io/multikueue",
+            "wait_timeout": 300,
+        },
+        {
+            "curveCert": CERT,
+            "queue": "team-a",
+            "managedBy": "kueue.x-k8s.io/multikueue",
+            "waitTimeout": 300.0,
+        },
+    ),
     # The group arrives as an Output (a StackReference's), camelCase and with doubles.
     "burst-of-a-group": (
         _burst(),

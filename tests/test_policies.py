@@ -372,7 +372,27 @@ _DELETE = object()
 # --- the cases: (rule, passing objects, failing objects) -----------------------------------------
 
 GOOD = minicluster()
+QUEUED = changed(
+    GOOD,
+    3,
+    lambda m: (
+        m["metadata"].setdefault("labels", {}).update({"kueue.x-k8s.io/queue-name": "team-a"}),
+        m["spec"].update({"suspend": True}),
+    ),
+)
 CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
+    (
+        "queued-job-suspended",
+        "queue label, not suspended",
+        QUEUED,
+        changed(QUEUED, 3, _set(["spec", "suspend"], _DELETE)),
+    ),
+    (
+        "queued-job-suspended",
+        "queue label, suspend false",
+        QUEUED,
+        changed(QUEUED, 3, _set(["spec", "suspend"], False)),
+    ),
     (
         "curve-cert-in-secret",
         "cert in a ConfigMap",

@@ -93,6 +93,12 @@ def _check(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _status(args: argparse.Namespace) -> int:
+    from flux_minicluster.cli.status import run
+
+    return run(args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from flux_minicluster.cli.demo import run
 
@@ -214,6 +220,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="json: the report as one JSON document on stdout (verdict, violations), for CI",
     )
     p.set_defaults(func=_check)
+
+    p = sub.add_parser(
+        "status",
+        help="what a deployed MiniCluster is doing, read from the cluster",
+        description="Read a MiniCluster's Job, pods and (when queued) Kueue Workload with "
+        "`kubectl get` and say: created, admitted or queued, brokers joined n of N, running, "
+        "succeeded or failed with rank 0's exit code. Reads the API server only, never Pulumi "
+        "state: a stack (--stack) only says where to look.",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
+    p.add_argument("--namespace", "-n", help="its namespace (default: default)")
+    p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
+    p.add_argument("--context", help="kube-context (default: the current one)")
+    p.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON document on stdout, for CI and workflow tools",
+    )
+    p.set_defaults(func=_status)
 
     p = sub.add_parser(
         "demo",

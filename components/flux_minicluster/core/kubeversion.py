@@ -28,14 +28,14 @@ The gates' history (``pkg/features/versioned_kube_features.go`` of k8s.io/kubern
 a rule on exit codes: the policy is rendered from 1.29.
 
 **The range.** ``OLDEST`` is the oldest release whose strict OpenAPI schemas the checks here have
-(``kubernetes-validate`` ships 1.25 to 1.37; ``flux_minicluster.kubecheck`` validates every rendering
+(``kubernetes-validate`` ships 1.25 to 1.37; ``kubecheck`` validates every rendering
 against the version's own schemas): below it a rendering could not be checked, so it is refused.
 A newer release than the table knows serves everything the table lists.
 
 **The default** (``DEFAULT``, 1.34): every field of the table but ``managedBy``'s GA is served
 there, so a MiniCluster gets the batch behaviour it was designed for without anyone asking; it is
 two minors behind the control plane the e2e suite runs (1.36), so what is proven there holds on
-clusters a little older, and ``flux_minicluster.kubecheck`` checks against the same release by default. A
+clusters a little older, and ``kubecheck`` checks against the same release by default. A
 cluster older than 1.34 is named with ``--kube-version`` (CLI), ``cluster.kubernetesVersion``
 (stacks) or ``kube_version`` (the component).
 """

@@ -18,6 +18,10 @@ How long ``pulumi up`` waits (the component's ``wait``):
 * ``complete``: Pulumi's default Job await, which waits for the Job to finish; the patch skips;
 * ``none``: register the Job and move on.
 
+``wait_timeout`` (seconds, the component's argument) bounds whichever of the two waits
+(``TIMEOUT_ANNOTATION``; pulumi-kubernetes' default is 10 minutes). A queued MiniCluster moves
+the wait to a JobPatch of its own, named for its LocalQueue (``deploy.queued``).
+
 A Job that skips awaiting is deleted with background propagation: pulumi-kubernetes then also
 skips waiting for its deletion, so a replacement (delete-before-replace, a fixed name) would apply
 the new Job to the old one while its foreground deletion runs: a field conflict, or a "new" Job
@@ -38,6 +42,7 @@ __all__ = [
     "DEPLOY_ANNOTATIONS",
     "JOB_HASH_ANNOTATION",
     "PATCH_FORCE_ANNOTATION",
+    "TIMEOUT_ANNOTATION",
     "WAIT_MODES",
     "Wait",
     "job_annotations",
@@ -54,11 +59,13 @@ DELETION_PROPAGATION_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
 # the new Job; the patch would otherwise be left unchanged and the new Job keep its first size.
 JOB_HASH_ANNOTATION: Final = f"{lbl.DOMAIN}/job-hash"
 PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
+TIMEOUT_ANNOTATION: Final = "pulumi.com/timeoutSeconds"
 
 DEPLOY_ANNOTATIONS: Final = (
     lbl.SKIP_AWAIT_ANNOTATION,
     lbl.WAIT_FOR_ANNOTATION,
     DELETION_PROPAGATION_ANNOTATION,
+    TIMEOUT_ANNOTATION,
 )
 """Every annotation the deploy layer adds to a rendered object (the Job); the size patch, which
 the deploy layer alone makes, also carries ``PATCH_FORCE_ANNOTATION`` and
@@ -77,24 +84,38 @@ def _skips(plan: MiniClusterPlan, wait: Wait) -> bool:
     return plan.persistent or wait == "none"
 
 
-def job_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
+def _timeout(wait_timeout: int | None) -> dict[str, str]:
+    return {} if wait_timeout is None else {TIMEOUT_ANNOTATION: str(wait_timeout)}
+
+
+def job_annotations(
+    plan: MiniClusterPlan, wait: Wait, wait_timeout: int | None = None
+) -> dict[str, str]:
     """The annotations the Job is registered with, beside the rendered ones."""
     if _waits_for_ready(plan, wait) or _skips(plan, wait):
         return {**_SKIP, DELETION_PROPAGATION_ANNOTATION: "background"}
-    return {}  # complete: Pulumi's default Job await
+    return _timeout(wait_timeout)  # complete: Pulumi's default Job await
 
 
-def patch_await_annotations(plan: MiniClusterPlan, wait: Wait) -> dict[str, str]:
+def patch_await_annotations(
+    plan: MiniClusterPlan, wait: Wait, wait_timeout: int | None = None
+) -> dict[str, str]:
     """The await annotations of the size patch."""
     if _waits_for_ready(plan, wait):
-        return {lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}"}
+        return {
+            lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}",
+            **_timeout(wait_timeout),
+        }
     return dict(_SKIP)
 
 
 def registered_job(
-    plan: MiniClusterPlan, job: Mapping[str, object], wait: Wait
+    plan: MiniClusterPlan, job: Mapping[str, object], wait: Wait, wait_timeout: int | None = None
 ) -> dict[str, object]:
     """The rendered Job with its deploy annotations, as the component registers it."""
     metadata = dict(job["metadata"])  # type: ignore[call-overload]
-    annotations = {**(metadata.get("annotations") or {}), **job_annotations(plan, wait)}
+    annotations = {
+        **(metadata.get("annotations") or {}),
+        **job_annotations(plan, wait, wait_timeout),
+    }
     return {**job, "metadata": {**metadata, "annotations": annotations}}

@@ -47,3 +47,11 @@ class MiniClusterResources:
     """A ClusterIP Service per sidecar container with ports."""
     restful_service: k8s.core.v1.Service | None = None
     """v1alpha1: the Service to rank 0's RESTful API server."""
+    queue_patch: k8s.batch.v1.JobPatch | None = None
+    """A queued MiniCluster's ``<resource>-localqueue-<queue>``: carries the wait (admission by
+    the LocalQueue, then ``wait``) after the size patch (``deploy.queued``)."""
+
+    @property
+    def awaited(self) -> k8s.batch.v1.JobPatch:
+        """The JobPatch whose outputs are the live Job as the last await left it."""
+        return self.queue_patch if self.queue_patch is not None else self.size_patch

@@ -34,13 +34,14 @@ from pulumi_command import local
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import documents, kubeversion, placeholders
 from flux_minicluster.core import plan as plans
+from flux_minicluster.core import status as live_status
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.loading import parse, revalidate, with_lead_address
 from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import awaiting, burstgroup, outputs, resources
+from flux_minicluster.deploy import awaiting, burstgroup, outputs, queued, resources
 from flux_minicluster.deploy.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.children import MiniClusterResources
@@ -124,6 +125,18 @@ class MiniClusterArgs(TypedDict, total=False):
     policy, the pod replacement and failure policies, the retry budget per index). Default 1.34
     (``core.kubeversion.DEFAULT``); releases older than 1.25 are refused."""
 
+    queue: str
+    """The Kueue LocalQueue (in the MiniCluster's namespace) that admits the Job: it is created
+    suspended with the label ``kueue.x-k8s.io/queue-name``, and ``wait`` waits for admission
+    first. The spec's ``jobLabels`` may name the queue instead."""
+
+    managed_by: str
+    """The Job's ``spec.managedBy`` (``kueue.x-k8s.io/multikueue`` for MultiKueue)."""
+
+    wait_timeout: int
+    """Seconds ``wait`` may take before ``pulumi up`` fails (default: pulumi-kubernetes' 10
+    minutes); for a queued MiniCluster, admission included."""
+
 
 class MiniCluster(MiniClusterOutputs):
     """A Flux MiniCluster: entrypoint ConfigMap, curve Secret, Services, an Indexed Job.
@@ -168,6 +181,7 @@ class Prepared:
     certificate_source: str
     lead_broker: pulumi.Input[str] | None
     burst_group: pulumi.Input[BurstGroupArgs] | None
+    wait_timeout: int | None = None
 
 
 def expand(
@@ -327,7 +341,7 @@ def _register(
     services_service = maybe(k8s.core.v1.Service, rendering.services_service)
     sidecars = tuple(child(k8s.core.v1.Service, m) for m in rendering.sidecar_services)
     restful_service = maybe(k8s.core.v1.Service, rendering.restful_service)
-    job, size_patch = _job(
+    job, size_patch, queue_patch = _job(
         resource_name, prepared, rendering, replacements, parent, lead, before_job
     )
     return MiniClusterResources(
@@ -344,6 +358,7 @@ def _register(
         services_service=services_service,
         sidecar_services=sidecars,
         restful_service=restful_service,
+        queue_patch=queue_patch,
     )
 
 
@@ -355,10 +370,25 @@ def _job(
     parent: _Parent,
     lead: _Lead,
     before_job: list[pulumi.Resource],
-) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch]:
-    """The Job, after every other child, and the JobPatch that owns its size."""
+) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch, k8s.batch.v1.JobPatch | None]:
+    """The Job, after every other child, the JobPatch that owns its size and, for a queued
+    MiniCluster, the JobPatch that waits for its admission."""
     plan = prepared.plan
-    job_registered = awaiting.registered_job(plan, rendering.job, prepared.wait)
+    job_registered = awaiting.registered_job(
+        plan, rendering.job, prepared.wait, prepared.wait_timeout
+    )
+    patch_await = awaiting.patch_await_annotations(plan, prepared.wait, prepared.wait_timeout)
+    queue_await: dict[str, str] | None = None
+    ignore_changes = list(JOB_IGNORE_CHANGES)
+    if rendering.queue is not None:
+        job_registered, patch_await, queue_await, waits_for = queued.split_awaits(
+            job_registered, patch_await, prepared.wait_timeout
+        )
+        ignore_changes += queued.QUEUED_IGNORE_CHANGES
+        pulumi.log.info(
+            queued.admission_message(plan.name, rendering.queue, waits_for),
+            resource=parent.component,
+        )
     job = resources.register_as(
         k8s.batch.v1.Job,
         resource_name,
@@ -368,10 +398,12 @@ def _job(
             after=before_job,
             delete_before_replace=True,
             replace_on_changes=["spec.template", *(f"spec.{f}" for f in jobfields.IMMUTABLE)],
-            ignore_changes=list(JOB_IGNORE_CHANGES),
+            ignore_changes=ignore_changes,
         ),
     )
     size = plan.spec.size
+    # An Output: a burst's Job holds text that is known once its root's is.
+    job_hash = pulumi.Output.from_input(job_registered).apply(_job_hash)
     patch = k8s.batch.v1.JobPatch(
         f"{resource_name}-size",
         metadata={
@@ -379,11 +411,8 @@ def _job(
             "namespace": plan.namespace,
             "annotations": {
                 awaiting.PATCH_FORCE_ANNOTATION: "true",
-                # An Output: a burst's Job holds text that is known once its root's is.
-                awaiting.JOB_HASH_ANNOTATION: pulumi.Output.from_input(job_registered).apply(
-                    _job_hash
-                ),
-                **awaiting.patch_await_annotations(plan, prepared.wait),
+                awaiting.JOB_HASH_ANNOTATION: job_hash,
+                **patch_await,
             },
         },
         spec={"parallelism": size, "completions": size},
@@ -392,7 +421,23 @@ def _job(
         # refused by the API server, failing the destroy.
         opts=parent.opts(None, after=[job], deleted_with=job),
     )
-    return job, patch
+    if rendering.queue is None or queue_await is None:
+        return job, patch, None
+    # The wait of a queued MiniCluster, after the size patch, named after its LocalQueue.
+    queue_patch = k8s.batch.v1.JobPatch(
+        queued.await_resource_name(resource_name, rendering.queue),
+        metadata={
+            "name": plan.names.cluster,
+            "namespace": plan.namespace,
+            "annotations": {
+                awaiting.PATCH_FORCE_ANNOTATION: "true",
+                awaiting.JOB_HASH_ANNOTATION: job_hash,
+                **queue_await,
+            },
+        },
+        opts=parent.opts(None, after=[patch], deleted_with=job),
+    )
+    return job, patch, queue_patch
 
 
 def _publish(
@@ -416,10 +461,52 @@ def _publish(
         "curve_public_key": replacements[placeholders.CURVE_PUBLIC_KEY],
         "curve_cert": replacements[placeholders.CURVE_CERT],
         **_restful_outputs(plan, replacements),
+        "queue": pulumi.Output.from_input(
+            lead.rendering.queue.queue if lead.rendering.queue is not None else None
+        ),
+        # The Job as the last await left it (the patches' outputs are the live Job).
+        "status": pulumi.Output.all(
+            children.awaited.metadata.apply(_plain),
+            children.awaited.spec.apply(
+                lambda spec: _plain({k: v for k, v in dict.items(spec or {}) if k != "template"})
+            ),
+            children.awaited.status.apply(_plain),
+        ).apply(lambda live: _live_status(plan, lead.rendering.job, *live)),
     }
     for name, value in published.items():
         setattr(component, name, value)
     component.register_outputs(published)
+
+
+def _plain(value: Any) -> Any:
+    """An output value as plain JSON data. The SDK's output types are dicts whose properties
+    shadow dict methods (a selector requirement's ``values``), which Output.all cannot lift."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in dict.items(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _live_status(
+    plan: plans.MiniClusterPlan,
+    rendered_job: Mapping[str, Any],
+    metadata: Any,
+    spec: Any,
+    status: Any,
+) -> dict[str, Any]:
+    """``core.status`` of the live Job a JobPatch returned (its outputs are dicts keyed as the
+    API spells them); the rendered Job fills in what a patch's outputs may lack."""
+    labels = {
+        **rendered_job["metadata"].get("labels", {}),
+        **((metadata or {}).get("labels") or {}),
+    }
+    job = {
+        "metadata": {**(metadata or {}), "labels": labels},
+        "spec": {**rendered_job["spec"], **(spec or {})},
+        "status": dict(status or {}),
+    }
+    return live_status.interpret(plan.name, plan.namespace, job).to_json()
 
 
 def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
@@ -501,6 +588,13 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         value = args.get(key)
         if value is not None and not isinstance(value, str):
             problems.append(Problem(key, f"must be a string, got {type(value).__name__}"))
+    wait_timeout = args.get("wait_timeout")
+    if wait_timeout is not None and (
+        not isinstance(wait_timeout, int) or isinstance(wait_timeout, bool) or wait_timeout < 1
+    ):
+        problems.append(
+            Problem("wait_timeout", f"must be a positive number of seconds, got {wait_timeout!r}")
+        )
     lead_broker = args.get("lead_broker")
     if isinstance(lead_broker, str) and (problem := outputs.lead_address_problem(lead_broker)):
         problems.append(Problem("lead_broker", problem))
@@ -541,6 +635,8 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
             None,
             network_policy=bool(args.get("network_policy", True)),
             lead_source_ranges=list(args.get("lead_source_ranges") or ()),
+            queue=args.get("queue"),
+            managed_by=args.get("managed_by"),
         )
     except SpecError as err:
         raise err.with_source(_SOURCE) from None
@@ -563,6 +659,7 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         certificate_source=source,
         lead_broker=lead_broker,
         burst_group=burst_group,
+        wait_timeout=wait_timeout,
     )
 
 

@@ -138,6 +138,12 @@ class MiniClusterInputs(TypedDict, total=False):
     network_policy: bool
     lead_source_ranges: list[str]
     kube_version: str
+    queue: str
+    """The Kueue LocalQueue that admits the Job (created suspended, labelled for the queue)."""
+    managed_by: str
+    """The Job's spec.managedBy (kueue.x-k8s.io/multikueue for MultiKueue)."""
+    wait_timeout: int
+    """Seconds `wait` may take, admission included, before the deployment fails."""
 
 
 class MiniCluster(MiniClusterOutputs):
@@ -177,6 +183,9 @@ def python_args(inputs: Mapping[str, Any]) -> minicluster.MiniClusterArgs:
         args["spec"] = jsonvalues.plain(spec)
     if "wait" in args:
         args["wait"] = _string(args["wait"])
+    timeout = args.get("wait_timeout")
+    if isinstance(timeout, float) and timeout.is_integer():
+        args["wait_timeout"] = int(timeout)  # numbers cross the gRPC boundary as floats
     if isinstance(args.get("keygen"), Mapping):
         args["keygen"] = {key: _string(value) for key, value in args["keygen"].items()}
     return typing.cast(minicluster.MiniClusterArgs, args)

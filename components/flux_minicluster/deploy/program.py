@@ -105,6 +105,8 @@ def main(project_root: Path | None = None) -> None:
             continue  # the root's certificate: the root publishes it
         if attribute.startswith("restful_") and cluster.plan.restful is None:
             continue  # only a v1alpha1 cluster without a command serves the RESTful API
+        if attribute == "queue" and cluster.rendering.queue is None:
+            continue  # only a queued MiniCluster has a LocalQueue
         pulumi.export(so.stack_output_name(attribute), getattr(cluster, attribute))
     if role == stackconfig.ROLE_ROOT:
         _root_exports(config, cluster, child_opts)
@@ -155,6 +157,9 @@ def _args(
         args["keygen"]["kubeconfig"] = os.path.expanduser(config.cluster.kubeconfig)
     if config.cluster.context:
         args["keygen"]["context"] = config.cluster.context
+    for key in ("queue", "managed_by", "wait_timeout"):
+        if (value := getattr(config.minicluster, key)) is not None:
+            args[key] = value
     if config.keygen.image:
         args["keygen"]["image"] = config.keygen.image
     if config.keygen.container_runtime:

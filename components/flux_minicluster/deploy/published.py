@@ -8,7 +8,7 @@ and ``OUTPUTS`` is their order, the order ``expand`` registers them in and a sta
 No ``from __future__ import annotations`` here: the analyzer reads the annotations as objects.
 """
 
-from typing import Final
+from typing import Any, Final
 
 import pulumi
 
@@ -46,6 +46,12 @@ class MiniClusterOutputs(pulumi.ComponentResource):
     restful_secret_key: pulumi.Output[str | None]
     """The key a RESTful client signs its token requests with, secret (unset without the
     server)."""
+    queue: pulumi.Output[str | None]
+    """The Kueue LocalQueue that admits the Job (unset when it is not queued)."""
+    status: pulumi.Output[dict[str, Any]]
+    """What the Job said when ``pulumi up`` finished waiting for it, as ``minicluster status -o
+    json`` says it (``phase``, ``created``, ``joined`` of ``size``, ``running``, ``succeeded``,
+    ``failed``, ``admission``); ``minicluster status`` reads it live."""
 
 
 # The outputs in the order they are registered; ``curve_cert``, ``restful_token`` and

@@ -94,6 +94,11 @@ class MiniClusterConfig(ConfigModel):
     file: str | None = None
     name: str | None = None
     wait: Wait = "ready"
+    # Kueue: the LocalQueue that admits the Job, the Job's spec.managedBy (MultiKueue), and how
+    # many seconds `wait` may take (admission included) before `pulumi up` fails.
+    queue: str | None = None
+    managed_by: str | None = None
+    wait_timeout: int | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> MiniClusterConfig:

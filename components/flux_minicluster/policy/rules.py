@@ -20,6 +20,8 @@ Rule ids and their options (defaults in brackets):
   checked against the root stack's outputs when its StackReference is in the set (see
   ``stackref``), else among the group's objects.
 * ``namespace-not-default`` (advisory): ``forbiddenNamespaces`` [default, kube-system].
+* ``queued-job-suspended`` (mandatory): a Job labelled for a Kueue LocalQueue is created with
+  ``spec.suspend: true`` (``queue_rules``).
 * ``lead-open-to-all`` (advisory): a bursting root's lead Service (LoadBalancer or NodePort on
   rank 0) is not open to every address; ``allowOpen`` [[]]: MiniCluster names (or ``"*"``)
   exempted.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 from flux_minicluster.policy.job_rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
 from flux_minicluster.policy.model import Level, Manifest, Option, Rule, Settings
+from flux_minicluster.policy.queue_rules import QUEUED_JOB_SUSPENDED
 from flux_minicluster.policy.resource_rules import (
     CURVE_CERT_IN_SECRET,
     FLUX_CONTAINER_RESOURCES,
@@ -60,6 +63,7 @@ __all__ = [
     "NO_PRIVILEGED",
     "PERSISTENT_NO_HANG",
     "PINNED_IMAGES",
+    "QUEUED_JOB_SUSPENDED",
     "Level",
     "Manifest",
     "Option",
@@ -81,6 +85,7 @@ ALL_RULES: tuple[Rule, ...] = (
     LEAD_OPEN_TO_ALL,
     BURST_NO_SUCCESS_POLICY,
     FAILURE_POLICY_NEEDS_NEVER,
+    QUEUED_JOB_SUSPENDED,
 )
 
 if len({rule.id for rule in ALL_RULES}) != len(

@@ -254,6 +254,8 @@ def pieces(pins: dict[str, object]) -> list[Piece]:
         *_vendored_pieces(p),
         # flux-core + flux-sched from ../shared/vendor: toolchain/flux.py (a prefix keyed apart).
         *_flux_pieces(pins),
+        # The Kueue controller manager and its CRDs: toolchain/kueue.py (a build keyed apart).
+        *_kueue_pieces(pins),
     ]
 
 
@@ -273,6 +275,12 @@ def _flux_pieces(pins: dict[str, object]) -> list[Piece]:
     import flux  # beside this file
 
     return flux.pieces(pins, sys.modules[__name__])
+
+
+def _kueue_pieces(pins: dict[str, object]) -> list[Piece]:
+    import kueue  # beside this file
+
+    return kueue.pieces(pins, sys.modules[__name__])
 
 
 class PieceError(Exception):

@@ -47,7 +47,7 @@ import yaml
 
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, limits, placeholders
+from flux_minicluster.core import layout, limits, placeholders, queueing
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import (
@@ -382,6 +382,8 @@ class Rendering:
     restful_service: Manifest | None
     """v1alpha1: the Service to rank 0's RESTful API server."""
     job: Manifest
+    queue: queueing.QueueSettings | None = None
+    """The LocalQueue that admits the Job (Kueue), when the MiniCluster is queued."""
 
     def objects(self) -> list[Manifest]:
         """Every object, in creation order (``APPLY_ORDER``; the Job last: it mounts what comes
@@ -412,12 +414,16 @@ def render(
     *,
     network_policy: bool = True,
     lead_source_ranges: Sequence[str] = (),
+    queue: str | None = None,
+    managed_by: str | None = None,
 ) -> Rendering:
     """Every object of the MiniCluster.
 
     ``network_policy``: the deployer's switch for the NetworkPolicies (the MiniCluster's own
     metadata may also opt out); ``lead_source_ranges``: who may reach a bursting root's rank 0
-    (every address when empty), as its lead Service allows.
+    (every address when empty), as its lead Service allows. ``queue`` (a LocalQueue, else the
+    spec's ``jobLabels`` may name one) and ``managed_by`` make the Job a Kueue workload
+    (``core.queueing``).
 
     ``certificate`` is the CURVE certificate text. When it is None (the Pulumi layer, which holds
     the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and
@@ -426,6 +432,7 @@ def render(
     from is always decided in one place. The objects carry no Pulumi annotations: the deploy
     layer adds what Pulumi needs (``deploy.awaiting``).
     """
+    queued = queueing.settings(plan.spec.job_labels, queue, managed_by)
     data = entrypoint_data(plan)
     text, public_key = _certificate(certificate)
     services = bool(plan.spec.services)
@@ -455,7 +462,8 @@ def render(
         restful_service=(
             _restful_service(plan, plan.restful.port) if plan.restful is not None else None
         ),
-        job=_job(plan, data, public_key),
+        job=queueing.queued_job(_job(plan, data, public_key), queued),
+        queue=queued,
     )
     if problems := size_problems(rendering):
         raise SpecError(problems)

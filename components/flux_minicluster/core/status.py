@@ -1,0 +1,240 @@
+"""What a deployed MiniCluster is doing, read from the API server's objects (plain JSON).
+
+The Flux Operator gives a MiniCluster five conditions, of which it sets one (objects created).
+Here there is no custom resource: the Job, its pods and, for a queued MiniCluster, Kueue's
+Workload already say all of it, and this module says it once, for ``minicluster status`` and
+the component's ``status`` output alike:
+
+* **created**: the Job exists (the component creates it last, after every object it mounts);
+* **queue**: for a Job labelled ``kueue.x-k8s.io/queue-name``, admitted or queued: the
+  Workload Kueue made for it (owned by the Job) and its ``QuotaReserved``/``Admitted``
+  conditions; the reason Kueue gives while it waits (not enough quota, an inactive queue);
+* **joined**: brokers joined, n of N: the Job's ``status.ready`` (the broker containers' readiness
+  probe passes once a broker has joined the instance) against ``spec.parallelism``;
+* **running**: pods are active and the Job is neither suspended nor finished;
+* **finished**: the Job's ``Complete`` or ``Failed`` condition (with its reason), and the exit
+  code of rank 0's Flux container (the container named after the MiniCluster in the pod of
+  completion index 0), which is the user's command's exit code.
+
+``phase`` sums it up in one word: ``absent``, ``queued`` (waiting for Kueue's admission),
+``suspended`` (an unqueued Job someone suspended), ``starting``, ``ready`` (every broker
+joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
+
+from flux_minicluster.core.labels import COMPLETION_INDEX_LABEL
+from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+
+__all__ = [
+    "PHASES",
+    "Admission",
+    "MiniClusterStatus",
+    "Phase",
+    "interpret",
+    "rank0_exit_code",
+    "workload_of",
+]
+
+Phase = Literal["absent", "queued", "suspended", "starting", "ready", "succeeded", "failed"]
+PHASES: Final[tuple[str, ...]] = (
+    "absent",
+    "queued",
+    "suspended",
+    "starting",
+    "ready",
+    "succeeded",
+    "failed",
+)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A queued MiniCluster's place in Kueue."""
+
+    queue: str
+    """The LocalQueue the Job is labelled for."""
+    admitted: bool
+    workload: str | None
+    """The Workload Kueue made for the Job (None: not yet, or Kueue is not running)."""
+    cluster_queue: str | None
+    """The ClusterQueue that reserved quota, once it did."""
+    message: str
+    """What Kueue says: why it waits, or that it admitted."""
+
+
+@dataclass(frozen=True)
+class MiniClusterStatus:
+    name: str
+    namespace: str
+    phase: Phase
+    created: bool
+    size: int
+    """Brokers the Job runs (``spec.parallelism``); 0 when there is no Job."""
+    joined: int
+    """Brokers that joined the instance (the Job's ``status.ready``)."""
+    running: bool
+    succeeded: bool
+    failed: bool
+    reason: str | None
+    """The Job's ``Failed`` (or ``Complete``) condition: reason and message."""
+    exit_code: int | None
+    """Rank 0's Flux container's exit code, once it exited."""
+    admission: Admission | None
+    """None when the MiniCluster is not queued."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The status as a person reads it, one fact a line."""
+        head = f"MiniCluster {self.namespace}/{self.name}: {self.phase}"
+        if not self.created:
+            return [head, "  created   no: there is no Job of that name in the namespace"]
+        out = [head, f"  created   yes (Job {self.name})"]
+        if self.admission is not None:
+            a = self.admission
+            state = "admitted" if a.admitted else "queued"
+            where = f" (ClusterQueue {a.cluster_queue})" if a.cluster_queue else ""
+            out.append(f"  queue     {state} by LocalQueue {a.queue}{where}: {a.message}")
+        out.append(f"  joined    {self.joined} of {self.size} brokers")
+        out.append(f"  running   {'yes' if self.running else 'no'}")
+        if self.succeeded or self.failed:
+            code = "" if self.exit_code is None else f", rank 0 exited {self.exit_code}"
+            word = "succeeded" if self.succeeded else "failed"
+            because = f": {self.reason}" if self.reason and self.failed else ""
+            out.append(f"  finished  {word}{code}{because}")
+        else:
+            out.append("  finished  no")
+        return out
+
+
+def _conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    status = obj.get("status") or {}
+    return {str(c.get("type")): c for c in status.get("conditions") or [] if isinstance(c, Mapping)}
+
+
+def _true(conditions: Mapping[str, Mapping[str, Any]], kind: str) -> bool:
+    return str(conditions.get(kind, {}).get("status")) == "True"
+
+
+def _said(condition: Mapping[str, Any] | None) -> str | None:
+    if not condition:
+        return None
+    parts = [str(condition[k]) for k in ("reason", "message") if condition.get(k)]
+    return ": ".join(parts) or None
+
+
+def workload_of(
+    job: Mapping[str, Any], workloads: Sequence[Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    """The Workload Kueue made for ``job``: the one it owns (by the Job's uid)."""
+    uid = (job.get("metadata") or {}).get("uid")
+    for workload in workloads:
+        for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
+            if owner.get("kind") == "Job" and owner.get("uid") == uid:
+                return workload
+    return None
+
+
+def rank0_exit_code(name: str, pods: Sequence[Mapping[str, Any]]) -> int | None:
+    """The exit code of rank 0's Flux container (named ``name``), from the newest rank 0 pod
+    that has one (its current state, else the last one of a restarted container)."""
+    rank0 = [
+        p
+        for p in pods
+        if ((p.get("metadata") or {}).get("labels") or {}).get(COMPLETION_INDEX_LABEL) == "0"
+    ]
+    rank0.sort(key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
+    for pod in reversed(rank0):
+        for container in (pod.get("status") or {}).get("containerStatuses") or []:
+            if container.get("name") != name:
+                continue
+            for state in ("state", "lastState"):
+                terminated = (container.get(state) or {}).get("terminated")
+                if terminated and "exitCode" in terminated:
+                    return int(terminated["exitCode"])
+    return None
+
+
+def _admission(queue: str, suspended: bool, workload: Mapping[str, Any] | None) -> Admission:
+    if workload is None:
+        admitted = not suspended
+        message = (
+            "the Job runs (no Workload found)"
+            if admitted
+            else "no Workload yet: is Kueue running, and does it manage batch/job?"
+        )
+        return Admission(queue, admitted, None, None, message)
+    conditions = _conditions(workload)
+    name = str((workload.get("metadata") or {}).get("name"))
+    admission = (workload.get("status") or {}).get("admission") or {}
+    cluster_queue = admission.get("clusterQueue")
+    if _true(conditions, "Admitted"):
+        return Admission(queue, True, name, cluster_queue, _said(conditions["Admitted"]) or "")
+    waiting = conditions.get("QuotaReserved") or conditions.get("Admitted")
+    if _true(conditions, "Finished"):
+        # A finished Workload releases its quota; the Job's own conditions tell the outcome.
+        return Admission(queue, True, name, cluster_queue, _said(conditions["Finished"]) or "")
+    message = _said(waiting) or "pending: Kueue has not reported on it yet"
+    return Admission(queue, False, name, cluster_queue, message)
+
+
+def interpret(
+    name: str,
+    namespace: str,
+    job: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]] = (),
+    workloads: Sequence[Mapping[str, Any]] = (),
+) -> MiniClusterStatus:
+    """The status of MiniCluster ``name`` from its Job, the Job's pods and the namespace's
+    Workloads (each as ``kubectl get -o json`` prints it; ``job`` None when there is none)."""
+    if job is None:
+        return MiniClusterStatus(
+            name, namespace, "absent", False, 0, 0, False, False, False, None, None, None
+        )
+    spec = job.get("spec") or {}
+    status = job.get("status") or {}
+    conditions = _conditions(job)
+    size = int(spec.get("parallelism") or spec.get("completions") or 0)
+    joined = int(status.get("ready") or 0)
+    suspended = spec.get("suspend") is True
+    succeeded = _true(conditions, "Complete")
+    failed = _true(conditions, "Failed")
+    finished = succeeded or failed
+    running = int(status.get("active") or 0) > 0 and not suspended and not finished
+    queue = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+    admission = None if queue is None else _admission(queue, suspended, workload_of(job, workloads))
+    phase: Phase
+    if succeeded:
+        phase = "succeeded"
+    elif failed:
+        phase = "failed"
+    elif suspended and admission is not None:
+        # Admitted but not resumed yet: Kueue resumes it next.
+        phase = "starting" if admission.admitted else "queued"
+    elif suspended:
+        phase = "suspended"
+    elif size and joined >= size:
+        phase = "ready"
+    else:
+        phase = "starting"
+    reason = _said(conditions.get("Failed") if failed else conditions.get("Complete"))
+    return MiniClusterStatus(
+        name=name,
+        namespace=namespace,
+        phase=phase,
+        created=True,
+        size=size,
+        joined=joined,
+        running=running,
+        succeeded=succeeded,
+        failed=failed,
+        reason=reason,
+        exit_code=rank0_exit_code(name, pods),
+        admission=admission,
+    )

@@ -1,0 +1,177 @@
+"""`minicluster status`: how the Job, its pods and Kueue's Workload are read.
+
+The objects here are shaped as the API server returns them (the e2e suite reads live ones:
+tests/e2e/test_kueue.py runs the command against the real Job controller and Kueue). This pins
+the interpretation: each phase, brokers joined n of N, rank 0's exit code, admitted or queued.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flux_minicluster.cli.status import _stack_target
+from flux_minicluster.core import status
+from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+
+NAME = "flux-hello"
+UID = "6f1c1e0a-0000-4000-8000-000000000001"
+
+
+def cond(kind: str, state: str = "True", reason: str = "", message: str = "") -> dict[str, Any]:
+    return {"type": kind, "status": state, "reason": reason, "message": message,
+            "lastTransitionTime": "2026-11-24T23:00:00Z"}  # fmt: skip
+
+
+def job(
+    size: int = 4,
+    *,
+    ready: int = 0,
+    active: int = 0,
+    suspend: bool | None = None,
+    queue: str | None = None,
+    conditions: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": NAME}
+    if queue is not None:
+        labels[QUEUE_NAME_LABEL] = queue
+    spec: dict[str, Any] = {"parallelism": size, "completions": size, "completionMode": "Indexed"}
+    if suspend is not None:
+        spec["suspend"] = suspend
+    job_status: dict[str, Any] = {"ready": ready, "active": active, "terminating": 0}
+    if conditions:
+        job_status["conditions"] = conditions
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": NAME, "namespace": "ns", "uid": UID, "labels": labels},
+            "spec": spec, "status": job_status}  # fmt: skip
+
+
+def pod(index: int, exit_code: int | None, *, created: str = "2026-11-24T23:00:00Z",
+        restarted: bool = False) -> dict[str, Any]:  # fmt: skip
+    terminated = (
+        None
+        if exit_code is None
+        else {"terminated": {"exitCode": exit_code, "reason": "Completed"}}
+    )
+    container: dict[str, Any] = {"name": NAME, "ready": False, "restartCount": int(restarted)}
+    if restarted:
+        container["state"] = {"running": {"startedAt": created}}
+        container["lastState"] = terminated or {}
+    else:
+        container["state"] = terminated or {"running": {"startedAt": created}}
+    sidecar = {"name": "sidecar", "state": {"terminated": {"exitCode": 9}}}
+    return {
+        "metadata": {
+            "name": f"{NAME}-{index}-x",
+            "creationTimestamp": created,
+            "labels": {"batch.kubernetes.io/job-completion-index": str(index), "job-name": NAME},
+        },
+        "status": {"containerStatuses": [sidecar, container]},
+    }
+
+
+def workload(*conditions: dict[str, Any], cluster_queue: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"job-{NAME}-1a2b3", "namespace": "ns",
+                     "ownerReferences": [{"kind": "Job", "name": NAME, "uid": UID}]},
+        "spec": {"queueName": "team-a"},
+        "status": {"conditions": list(conditions)},
+    }  # fmt: skip
+    if cluster_queue:
+        out["status"]["admission"] = {"clusterQueue": cluster_queue, "podSetAssignments": []}
+    return out
+
+
+PENDING = "couldn't assign flavors to pod set main: insufficient unused quota for pods in flavor f"
+
+
+@pytest.mark.parametrize(
+    ("objects", "phase", "summary"),
+    [
+        ((None, [], []), "absent", {"created": False, "size": 0}),
+        ((job(ready=2, active=4), [], []), "starting", {"joined": 2, "running": True}),
+        ((job(ready=4, active=4), [], []), "ready", {"joined": 4, "running": True}),
+        ((job(conditions=[cond("Complete")]), [pod(0, 0), pod(1, 0)], []), "succeeded",
+         {"succeeded": True, "exit_code": 0, "running": False}),
+        ((job(active=3, conditions=[cond("Failed", reason="BackoffLimitExceeded",
+                                           message="Job has reached the specified backoff limit")]),
+          [pod(0, 3)], []), "failed",
+         {"failed": True, "exit_code": 3, "running": False,
+          "reason": "BackoffLimitExceeded: Job has reached the specified backoff limit"}),
+        ((job(suspend=True), [], []), "suspended", {"admission": None, "running": False}),
+        ((job(suspend=True, queue="team-a"), [],
+          [workload(cond("QuotaReserved", "False", "Pending", PENDING))]),
+         "queued", {"running": False}),
+        ((job(ready=4, active=4, suspend=False, queue="team-a"), [],
+          [workload(cond("QuotaReserved"), cond("Admitted", reason="Admitted",
+                                                message="The workload is admitted"),
+                    cluster_queue="brokers")]),
+         "ready", {"joined": 4}),
+        ((job(suspend=True, queue="team-a"), [],
+          [workload(cond("QuotaReserved"), cond("Admitted"), cluster_queue="brokers")]),
+         "starting", {"running": False}),
+    ],
+    ids=["absent", "starting", "ready", "succeeded", "failed", "suspended", "queued", "admitted",
+         "admitted-not-resumed"],
+)  # fmt: skip
+def test_phases(objects: Any, phase: str, summary: dict[str, Any]) -> None:
+    found = status.interpret(NAME, "ns", *objects)
+    assert found.phase == phase
+    assert phase in status.PHASES
+    as_json = found.to_json()
+    for key, value in summary.items():
+        assert as_json[key] == value, key
+
+
+def test_admission_tells_the_queue_and_kueues_reason() -> None:
+    queued = status.interpret(
+        NAME, "ns", job(suspend=True, queue="team-a"), [],
+        [workload(cond("QuotaReserved", "False", "Pending", PENDING))],
+    )  # fmt: skip
+    assert queued.admission == status.Admission(
+        "team-a", False, f"job-{NAME}-1a2b3", None, f"Pending: {PENDING}"
+    )
+    assert f"  queue     queued by LocalQueue team-a: Pending: {PENDING}" in queued.lines()
+    admitted = status.interpret(
+        NAME, "ns", job(ready=1, active=4, suspend=False, queue="team-a"), [],
+        [workload(cond("QuotaReserved"), cond("Admitted", reason="Admitted",
+                                               message="The workload is admitted"),
+                  cluster_queue="brokers")],
+    )  # fmt: skip
+    assert admitted.admission is not None
+    assert admitted.admission.admitted
+    assert admitted.admission.cluster_queue == "brokers"
+    assert "  joined    1 of 4 brokers" in admitted.lines()
+
+
+def test_a_workload_of_another_job_is_not_this_ones() -> None:
+    other = workload(cond("Admitted"))
+    other["metadata"]["ownerReferences"][0]["uid"] = "another"
+    found = status.interpret(NAME, "ns", job(suspend=True, queue="team-a"), [], [other])
+    assert found.admission is not None
+    assert found.admission.workload is None
+    assert not found.admission.admitted
+    assert "no Workload yet" in found.admission.message
+
+
+def test_rank0_exit_code_is_the_flux_containers_of_the_newest_rank0_pod() -> None:
+    pods = [
+        pod(0, 1, created="2026-11-24T23:00:00Z"),  # the first rank 0 pod failed
+        pod(0, 0, created="2026-11-24T23:05:00Z"),  # its replacement succeeded
+        pod(1, 7),  # a worker's code is not rank 0's
+    ]
+    assert status.rank0_exit_code(NAME, pods) == 0
+    # a restarted container (restartPolicy OnFailure) keeps its last exit in lastState
+    assert status.rank0_exit_code(NAME, [pod(0, 2, restarted=True)]) == 2
+    assert status.rank0_exit_code(NAME, [pod(0, None), pod(1, 0)]) is None
+
+
+def test_a_stack_says_where_to_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`status --stack` reads the stack's config file (never Pulumi state): its MiniCluster's
+    name, its namespace, kubeconfig and context."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert _stack_target("local") == ("flux-hello", "flux-local", None, None)
