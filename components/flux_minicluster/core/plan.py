@@ -16,7 +16,9 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import brokerconfig, hostlist, layout
+from flux_minicluster.core.autoscale import Autoscale
 from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
@@ -179,6 +181,8 @@ class MiniClusterPlan:
     entrypoint keeps v1alpha1's ``asFlux`` for every broker and installs and starts munge."""
     imp: Imp | None = None
     """Multi-user mode's IMP (None without ``spec.users``)."""
+    autoscale: Autoscale | None = None
+    """The scaler rank 0 runs beside its broker (None unless the MiniCluster opts in)."""
 
     @property
     def name(self) -> str:
@@ -279,6 +283,7 @@ def build(definition: MiniClusterDefinition) -> MiniClusterPlan:
         install_root=spec.flux.install_root,
         v1alpha1=spec.flux.install_root is not None,
         imp=_imp(spec, spec.containers[flux_index]),
+        autoscale=autoscaling.of(definition),
     )
 
 

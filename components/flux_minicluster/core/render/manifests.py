@@ -42,7 +42,16 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout, limits, placeholders
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
-from flux_minicluster.core.render import credentials, kube, meta, network, pod, storage, volumes
+from flux_minicluster.core.render import (
+    autoscale,
+    credentials,
+    kube,
+    meta,
+    network,
+    pod,
+    storage,
+    volumes,
+)
 from flux_minicluster.core.render.scripts import entrypoint_data
 
 __all__ = [
@@ -271,6 +280,8 @@ def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str
     spec["volumes"] = volumes.system_volumes(plan, entrypoint_keys) + volumes.user_volumes(
         s.containers
     )
+    if plan.autoscale is not None:
+        return autoscale.with_token(plan.autoscale, spec, plan.flux_index)
     return spec
 
 
@@ -369,6 +380,8 @@ class Rendering:
     restful_service: Manifest | None
     """v1alpha1: the Service to rank 0's RESTful API server."""
     job: Manifest
+    autoscaler: tuple[Manifest, ...] = ()
+    """An elastic MiniCluster's ServiceAccount, Role and RoleBinding (``render/autoscale.py``)."""
 
     def objects(self) -> list[Manifest]:
         """Every object, in creation order (the Job last: it mounts what comes before it)."""
@@ -389,6 +402,7 @@ class Rendering:
         yield from self.sidecar_services
         if self.restful_service is not None:
             yield self.restful_service
+        yield from self.autoscaler
         yield self.job
 
 
@@ -444,6 +458,7 @@ def render(
             _restful_service(plan, plan.restful.port) if plan.restful is not None else None
         ),
         job=_job(plan, data, wait, public_key),
+        autoscaler=autoscale.objects(plan, plan.autoscale) if plan.autoscale else (),
     )
     if problems := size_problems(rendering):
         raise SpecError(problems)
