@@ -124,8 +124,13 @@ def settings(value: Any, where: str) -> AutoscaleSettings | None:
         raise SpecError(
             Problem(where, f"must be true, false or an object, got {type(value).__name__}")
         )
+    # Numbers from another language's program arrive as floats (protobuf's one number type).
+    given = {
+        key: int(item) if isinstance(item, float) and item.is_integer() else item
+        for key, item in value.items()
+    }
     try:
-        return AutoscaleSettings.model_validate(dict(value))
+        return AutoscaleSettings.model_validate(given)
     except ValidationError as err:
         raise SpecError(
             [

@@ -32,6 +32,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import documents, placeholders
 from flux_minicluster.core import labels as lbl
@@ -128,6 +129,12 @@ class MiniClusterArgs(TypedDict, total=False):
     lead_source_ranges: list[str]
     """A bursting root's: the addresses (CIDRs) its rank 0 admits the bursts from; every address
     when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
+
+    autoscale: bool | Mapping[str, int]
+    """An elastic MiniCluster: ``True`` or ``{"interval_seconds": 10, "idle_seconds": 60}``
+    (camelCase accepted). Rank 0 then grows and shrinks its own Job between ``minSize`` (else
+    ``size``) and ``maxSize`` from its Flux queue; Pulumi creates the Job at ``size`` and leaves
+    its size to the scaler. It wins over the document's autoscale annotation."""
 
 
 class MiniCluster(MiniClusterOutputs):
@@ -278,6 +285,47 @@ def expand(
         ),
     )
     size = plan.spec.size
+    if plan.autoscale is None:
+        _size_patch(resource_name, plan, job, job_registered, patch_await, child_opts)
+    live_size = cast(k8s.batch.v1.Job, job).spec.apply(
+        lambda spec: int(spec.parallelism) if spec and spec.parallelism is not None else size
+    )
+
+    published: dict[str, pulumi.Output[Any]] = {
+        # Tied to the resources, so that a consumer of these names waits for the objects.
+        "job_name": cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name)),
+        "service_name": cast(k8s.core.v1.Service, service).metadata.apply(
+            lambda meta: str(meta.name)
+        ),
+        "namespace": pulumi.Output.from_input(plan.namespace),
+        "lead_broker_host": pulumi.Output.from_input(lead_host),
+        "hostlist": pulumi.Output.from_input(hostlist),
+        "size": pulumi.Output.from_input(size),
+        "max_size": pulumi.Output.from_input(plan.spec.max_size),
+        "live_size": live_size,
+        "curve_public_key": public_key,
+        "curve_cert": certificate,
+        **_restful_outputs(plan, replacements),
+    }
+    for name, value in published.items():
+        setattr(component, name, value)
+    component.register_outputs(published)
+    return keygen
+
+
+def _size_patch(
+    resource_name: str,
+    plan: plans.MiniClusterPlan,
+    job: pulumi.CustomResource,
+    job_registered: dict[str, Any],
+    patch_await: dict[str, str],
+    child_opts: Any,
+) -> None:
+    """The ``JobPatch`` that owns the Job's size (``size``), unless autoscale owns it: then the
+    Job is created at ``size`` and its ignored ``parallelism``/``completions`` are the scaler's,
+    so neither a later ``up`` nor a refresh resets them. Turning autoscale off brings the patch
+    back, and with it ``size``."""
+    size = plan.spec.size
     k8s.batch.v1.JobPatch(
         f"{resource_name}-size",
         metadata={
@@ -296,26 +344,6 @@ def expand(
         # refused by the API server, failing the destroy.
         opts=child_opts(None, extra_depends_on=[job], deleted_with=job),
     )
-
-    published: dict[str, pulumi.Output[Any]] = {
-        # Tied to the resources, so that a consumer of these names waits for the objects.
-        "job_name": cast(k8s.batch.v1.Job, job).metadata.apply(lambda meta: str(meta.name)),
-        "service_name": cast(k8s.core.v1.Service, service).metadata.apply(
-            lambda meta: str(meta.name)
-        ),
-        "namespace": pulumi.Output.from_input(plan.namespace),
-        "lead_broker_host": pulumi.Output.from_input(lead_host),
-        "hostlist": pulumi.Output.from_input(hostlist),
-        "size": pulumi.Output.from_input(size),
-        "max_size": pulumi.Output.from_input(plan.spec.max_size),
-        "curve_public_key": public_key,
-        "curve_cert": certificate,
-        **_restful_outputs(plan, replacements),
-    }
-    for name, value in published.items():
-        setattr(component, name, value)
-    component.register_outputs(published)
-    return keygen
 
 
 def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
@@ -448,6 +476,8 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         placeholders.LEAD_ADDRESS if lead_broker is not None and burst_group is None else None
     )
     definition = _definition(resource_name, args["spec"], args, lead_placeholder)
+    if "autoscale" in args:
+        definition = _with_autoscale(definition, args["autoscale"])
     if burst_group is not None:
         definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
     plan = plans.build(definition)
@@ -485,6 +515,20 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
 
 
 _ARG_KEYS: Final = MiniClusterArgs.__optional_keys__
+
+
+def _with_autoscale(definition: MiniClusterDefinition, value: Any) -> MiniClusterDefinition:
+    """The definition with the ``autoscale`` argument in place of its document's annotation
+    (the one place the plan reads it)."""
+    try:
+        chosen = autoscaling.settings(value, "autoscale")
+    except SpecError as err:
+        raise err.with_source(_SOURCE) from None
+    text = "false" if chosen is None else autoscaling.annotation_value(chosen)
+    return replace(
+        definition,
+        annotations={**definition.annotations, lbl.AUTOSCALE_ANNOTATION: text},
+    )
 
 
 def _definition(

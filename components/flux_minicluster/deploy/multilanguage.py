@@ -121,6 +121,13 @@ class BurstGroup(TypedDict):
     clusters: list[BurstCluster]
 
 
+class Autoscale(TypedDict, total=False):
+    interval_seconds: int
+    """How often the scaler reads the queue (default 10)."""
+    idle_seconds: int
+    """How long a rank runs nothing before it is given back (default 60)."""
+
+
 class MiniClusterInputs(TypedDict, total=False):
     spec: Required[dict[str, Any]]
     """The MiniCluster as the Flux Operator takes it: a whole document (apiVersion
@@ -137,6 +144,7 @@ class MiniClusterInputs(TypedDict, total=False):
     burst_group: pulumi.Input[BurstGroup]
     network_policy: bool
     lead_source_ranges: list[str]
+    autoscale: Autoscale
 
 
 class MiniCluster(MiniClusterOutputs):

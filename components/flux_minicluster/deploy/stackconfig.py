@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import documents
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
 from flux_minicluster.core.loading import parse, revalidate
 from flux_minicluster.core.render.manifests import Wait
 from flux_minicluster.core.spec import BurstedCluster
@@ -61,6 +64,9 @@ class MiniClusterConfig(ConfigModel):
     file: str | None = None
     name: str | None = None
     wait: Wait = "ready"
+    # An elastic MiniCluster: true, or {intervalSeconds, idleSeconds} (core/autoscale.py); it
+    # wins over the document's autoscale annotation.
+    autoscale: bool | dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> MiniClusterConfig:
@@ -154,6 +160,11 @@ class StackConfig(ConfigModel):
             namespace=self.cluster.namespace,
             source=self.minicluster.file or "",
         )
+        if self.minicluster.autoscale is not None:
+            where = f"{PROJECT}:minicluster.autoscale"
+            chosen = autoscaling.settings(self.minicluster.autoscale, where)
+            text = "false" if chosen is None else autoscaling.annotation_value(chosen)
+            parsed = replace(parsed, annotations={**parsed.annotations, AUTOSCALE_ANNOTATION: text})
         return _cloud_defaults(parsed, self)
 
 
