@@ -3,6 +3,7 @@ their refusals, and what autoscale adds to the rendering (and only to it)."""
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -348,3 +349,20 @@ def test_component_argument_refused_with_its_path() -> None:
     with pytest.raises(SpecError) as err:
         prepare("mc", {"spec": document(None), "autoscale": {"idle": 3}})
     assert [p.path for p in err.value.problems] == ["autoscale.idle"]
+
+
+@pytest.mark.parametrize("simple", [True, False])
+def test_scheduler_simple_is_the_one_flux_modprobe_loads(simple: bool) -> None:
+    """Flux >= 0.70 loads its scheduler with ``flux modprobe``, which picks Fluxion whenever it is
+    installed; ``flux.scheduler.simple`` must name sched-simple as the alternative (the e2e
+    scenario runs it: a 4-node job waits on 2 brokers instead of failing as unsatisfiable)."""
+    spec = {"flux": {"scheduler": {"simple": simple}}}
+    data = render(build_plan(parse(document(None, **spec)))).entrypoint["data"]
+    config = tomllib.loads(data["broker.toml"])
+    if simple:
+        assert config["modules"]["alternatives"] == {
+            "sched": "sched-simple",
+            "feasibility": "sched-simple",
+        }
+    else:
+        assert "modules" not in config

@@ -180,7 +180,7 @@ def test_queue_grows_and_shrinks_its_own_job(
             lambda: timeline.flux(f"run jobs -no {{state}} {job}").strip() == "RUN",
             timeout=60,
         )
-        listing = timeline.flux("run resource list -no '{state} {nnodes} {ranks}'")
+        listing = timeline.flux("run resource list -no '{state}:{nnodes}:{ranks}:{nodelist}'")
 
         # Pulumi leaves the size to the scaler: refresh, then up, change nothing.
         stack.refresh()
@@ -209,6 +209,11 @@ def test_queue_grows_and_shrinks_its_own_job(
         wait_until("the pods of indexes 2-3 gone and 2 brokers up", gone, timeout=90)
         t_gone = time.monotonic()
         timeline.sample()
+    except AssertionError as err:
+        assert flux_plane.agent is not None
+        log = flux_plane.agent.container_log(NAMESPACE, rank0, NAME)
+        tail = "\n".join(log.splitlines()[-60:])
+        raise AssertionError(f"{err}\n{timeline.table()}\n--- rank 0:\n{tail}") from None
     finally:
         timeline.stop.set()
         timeline.thread.join(timeout=30)
