@@ -250,7 +250,8 @@ def test_queue_grows_and_shrinks_its_own_job(
 import json, os, ssl, urllib.request, urllib.error
 token = open("{token_dir}/token").read().strip()
 ctx = ssl.create_default_context(cafile="{token_dir}/ca.crt")
-env = os.environ
+# the container's environment (exec through nsenter starts with none of it)
+env = dict(v.split("=", 1) for v in open("/proc/1/environ").read().split("\\0") if "=" in v)
 base = "https://" + env["KUBERNETES_SERVICE_HOST"] + ":" + env["KUBERNETES_SERVICE_PORT"]
 def call(method, path, body=None):
     req = urllib.request.Request(base + path, method=method,
