@@ -29,7 +29,9 @@ What it does (tests/e2e/README.md has the table of what is real and what is imit
   status address 10.253.K.(200+m) on the shared network, added to the endpoint pod's eth0 and
   DNATed to the pod IP, so pods of other agents (other clusters) reach it;
 - NetworkPolicy: iptables filter rules in each pod's netns (podsim's compiler), refreshed as pods
-  come and go.
+  come and go;
+- the API server from a pod: KUBERNETES_SERVICE_HOST/PORT (10.96.0.1:443) in every container,
+  relayed by the agent to the API server on the host (``ApiProxy``), the only way out of a pod.
 """
 
 from __future__ import annotations
