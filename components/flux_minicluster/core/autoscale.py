@@ -162,7 +162,7 @@ def of(definition: MiniClusterDefinition) -> Autoscale | None:
     lower = spec.min_size or spec.size
     problems: list[Problem] = []
     if spec.max_size <= lower:
-        bound = "minSize" if spec.min_size else "size (minSize is unset)"
+        bound = "minSize" if spec.min_size else "size"
         problems.append(
             Problem(
                 "spec.maxSize",
