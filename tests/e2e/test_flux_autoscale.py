@@ -7,6 +7,7 @@ server through the agent's relay, as a kubelet's pods reach the `kubernetes` Ser
 - size 2, maxSize 4, autoscale from the stack config; a job that needs 4 nodes is submitted at
   rank 0: the Job grows to 4, the new brokers join (rank 0's `flux resource list`), the job runs;
 - `refresh` then `up` while it is grown: no change, the size is not reset, `liveSize` says 4;
+  an `up` that changes the Job's labels updates it in place and keeps the size;
 - after the idle time the scaler drains ranks 2-3 and the Job shrinks back to 2: the pods of
   indexes 2 and 3 are gone, rank 0 sees those ranks offline, no Flux job and no pod failed;
 - the scaler's token may patch its own Job only: patching another Job of the namespace with it is
@@ -38,7 +39,7 @@ NAMESPACE = "elastic"
 NAME = "flux-elastic"
 IDLE_S = 20
 INTERVAL_S = 3
-JOB_SECONDS = 45  # long enough for a refresh and an up while the Job is grown
+JOB_SECONDS = 75  # long enough for a refresh and two ups while the Job is grown
 
 # Rank 0's instance through its local socket, with the Flux of its view.
 FLUX = (
@@ -58,7 +59,7 @@ def flux_plane(toolchain: Toolchain) -> Iterator[FluxPlane]:
         yield plane
 
 
-def elastic_document() -> dict[str, Any]:
+def elastic_document(**extra: Any) -> dict[str, Any]:
     return {
         "apiVersion": "flux-framework.org/v1alpha2",
         "kind": "MiniCluster",
@@ -69,6 +70,7 @@ def elastic_document() -> dict[str, Any]:
             "interactive": True,
             "flux": {"scheduler": {"simple": True}},
             "containers": [{"image": "ubuntu:24.04"}],
+            **extra,
         },
     }
 
@@ -189,6 +191,14 @@ def test_queue_grows_and_shrinks_its_own_job(
         assert set(unchanged) == {"same"}, unchanged
         assert timeline.size() == 4, "an up reset the size the scaler set"
         assert stack.outputs()["liveSize"] == 4
+        # An unrelated change that updates the Job in place (its labels) keeps the size too.
+        labelled = {**config, "spec": elastic_document(jobLabels={"team": "hpc"})}
+        stack.set_object(f"{PREFIX}:minicluster", labelled)
+        changed = changes_of(stack.up())
+        live = cp.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{NAME}")
+        assert changed.get("update") == 1, changed
+        assert live["metadata"]["labels"]["team"] == "hpc"
+        assert timeline.size() == 4, "an unrelated up reset the size the scaler set"
 
         wait_until(
             "the 4-node job completed",
@@ -275,7 +285,7 @@ print(call("PATCH", jobs + "/{other}", {{"spec": {{"parallelism": 0}}}}),
 
     # A second up changes nothing; turning autoscale off hands the size back to `size`.
     assert set(changes_of(stack.up())) == {"same"}
-    stack.set_object(f"{PREFIX}:minicluster", {**config, "autoscale": False})
+    stack.set_object(f"{PREFIX}:minicluster", {**labelled, "autoscale": False})
     stack.up()
     live = cp.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{NAME}")
     assert live["spec"]["parallelism"] == live["spec"]["completions"] == 2
@@ -286,7 +296,8 @@ print(call("PATCH", jobs + "/{other}", {{"spec": {{"parallelism": 0}}}}),
         f"4 brokers up {t_joined - t_submit:.1f}s after; shrank 4->2 {t_shrunk - t_done:.1f}s "
         f"after the job ended (idleSeconds {IDLE_S}, intervalSeconds {INTERVAL_S}), pods of "
         f"indexes 2-3 gone {t_gone - t_done:.1f}s after; token: other Job 403, own Job 200, "
-        f"list 403, delete 403; refresh+up while grown: no change, liveSize 4"
+        f"list 403, delete 403; refresh+up while grown: no change, liveSize 4; a label change "
+        f"updated the Job in place and kept size 4"
     )
     e2e_report("autoscale timeline:\n" + timeline.table())
     e2e_report("autoscale decisions:\n" + "\n".join(lines))
