@@ -366,3 +366,23 @@ def test_scheduler_simple_is_the_one_flux_modprobe_loads(simple: bool) -> None:
         }
     else:
         assert "modules" not in config
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        {"image": "ubuntu:24.04"},
+        {"image": "ubuntu:24.04", "command": "hostname"},
+        {"image": "ubuntu:24.04", "command": "hostname", "batch": True},
+        {"image": "ubuntu:24.04", "command": "flux run -N 4 hostname", "launcher": True},
+    ],
+    ids=["interactive", "submit", "batch", "launcher"],
+)
+def test_rank0_starts_the_scaler_beside_its_broker_in_every_mode(container: dict[str, Any]) -> None:
+    spec = {"interactive": "command" not in container, "containers": [container]}
+    script = render(build_plan(parse(document("true", **spec)))).entrypoint["data"]["wait-0.sh"]
+    rank0 = script[script.index('if [ "${host}" = "${mainHost}" ]; then') :]
+    rank0 = rank0[: rank0.index("\nelse\n")]
+    assert (
+        rank0.index("start_autoscaler") < rank0.index("run_rank0") < rank0.index("stop_autoscaler")
+    )
