@@ -520,6 +520,7 @@ def test_outputs_resolve(run_pulumi: Run) -> None:
         "hostlist": "flux-sample-[0-2]",
         "size": 2,
         "max_size": 3,
+        "live_size": 2,
         "curve_public_key": PUBLIC_KEY,
         "curve_cert": CERT,
         # v1alpha1 without a command only: the RESTful server.

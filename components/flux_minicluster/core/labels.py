@@ -44,6 +44,9 @@ BROKER_CONFIG_HASH_ANNOTATION: Final = f"{DOMAIN}/broker-config-hash"
 # On a MiniCluster document's metadata: "false" leaves its NetworkPolicy out (a cluster whose CNI
 # enforces NetworkPolicy but where the MiniCluster must be reachable otherwise).
 NETWORK_POLICY_ANNOTATION: Final = f"{DOMAIN}/network-policy"
+# On a MiniCluster document's metadata: "true" or a JSON object turns on the scaler rank 0 runs
+# (core/autoscale.py reads it).
+AUTOSCALE_ANNOTATION: Final = f"{DOMAIN}/autoscale"
 
 # Pulumi await control (pulumi-kubernetes annotations).
 SKIP_AWAIT_ANNOTATION: Final = "pulumi.com/skipAwait"

@@ -17,7 +17,9 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import brokerconfig, completion, hostlist, kubeversion, layout
+from flux_minicluster.core.autoscale import Autoscale
 from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.spec import (
@@ -187,6 +189,8 @@ class MiniClusterPlan:
     entrypoint keeps v1alpha1's ``asFlux`` for every broker and installs and starts munge."""
     imp: Imp | None = None
     """Multi-user mode's IMP (None without ``spec.users``)."""
+    autoscale: Autoscale | None = None
+    """The scaler rank 0 runs beside its broker (None unless the MiniCluster opts in)."""
 
     @property
     def name(self) -> str:
@@ -315,6 +319,7 @@ def build(
             restart_policy=spec.pod.restart_policy or DEFAULT_RESTART_POLICY,
             backoff_limit=_backoff_limit(spec),
         ),
+        autoscale=autoscaling.of(definition),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
@@ -31,8 +32,9 @@ class MiniClusterResources:
     """The curve certificate's Secret; None when the spec mounts its own (``curveCertSecret``)."""
     network_policies: tuple[k8s.networking.v1.NetworkPolicy, ...]
     """The mesh's NetworkPolicy and a bursting root's lead policy; empty when turned off."""
-    size_patch: k8s.batch.v1.JobPatch
-    """``<resource>-size``: owns the Job's parallelism and completions (a resize in place)."""
+    size_patch: k8s.batch.v1.JobPatch | None
+    """``<resource>-size``: owns the Job's parallelism and completions (a resize in place); None
+    for an elastic MiniCluster, whose scaler owns them."""
     keygen: local.Command | None
     """The Command that made the certificate; None when one was given."""
     credentials: tuple[k8s.core.v1.Secret, ...] = ()
@@ -47,11 +49,15 @@ class MiniClusterResources:
     """A ClusterIP Service per sidecar container with ports."""
     restful_service: k8s.core.v1.Service | None = None
     """v1alpha1: the Service to rank 0's RESTful API server."""
+    autoscaler: tuple[pulumi.CustomResource, ...] = ()
+    """An elastic MiniCluster's ServiceAccount, Role and RoleBinding (in that order)."""
     queue_patch: k8s.batch.v1.JobPatch | None = None
     """A queued MiniCluster's ``<resource>-localqueue-<queue>``: carries the wait (admission by
     the LocalQueue, then ``wait``) after the size patch (``deploy.queued``)."""
 
     @property
-    def awaited(self) -> k8s.batch.v1.JobPatch:
-        """The JobPatch whose outputs are the live Job as the last await left it."""
-        return self.queue_patch if self.queue_patch is not None else self.size_patch
+    def awaited(self) -> k8s.batch.v1.Job | k8s.batch.v1.JobPatch:
+        """The resource whose outputs are the live Job as the last await left it."""
+        if self.queue_patch is not None:
+            return self.queue_patch
+        return self.size_patch if self.size_patch is not None else self.job

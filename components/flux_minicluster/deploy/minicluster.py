@@ -31,8 +31,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import documents, kubeversion, placeholders
+from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core import status as live_status
 from flux_minicluster.core.definition import MiniClusterDefinition
@@ -136,6 +138,12 @@ class MiniClusterArgs(TypedDict, total=False):
     wait_timeout: int
     """Seconds ``wait`` may take before ``pulumi up`` fails (default: pulumi-kubernetes' 10
     minutes); for a queued MiniCluster, admission included."""
+
+    autoscale: bool | Mapping[str, int]
+    """An elastic MiniCluster: ``True`` or ``{"interval_seconds": 10, "idle_seconds": 60}``
+    (camelCase accepted). Rank 0 then grows and shrinks its own Job between ``minSize`` (else
+    ``size``) and ``maxSize`` from its Flux queue; Pulumi creates the Job at ``size`` and leaves
+    its size to the scaler. It wins over the document's autoscale annotation."""
 
 
 class MiniCluster(MiniClusterOutputs):
@@ -336,6 +344,8 @@ def _register(
         volumes.append(child(k8s.core.v1.PersistentVolume, volume, retain=retain))
         volumes.append(child(k8s.core.v1.PersistentVolumeClaim, claim, retain=retain))
     policies = tuple(child(k8s.networking.v1.NetworkPolicy, m) for m in rendering.network_policies)
+    # An elastic MiniCluster's ServiceAccount, Role and RoleBinding: before the pods that use them.
+    autoscaler = tuple(child(pulumi.CustomResource, m) for m in rendering.autoscaler)
     services_pod = maybe(k8s.core.v1.Pod, rendering.services_pod)
     headless_service = child(k8s.core.v1.Service, rendering.headless_service)
     services_service = maybe(k8s.core.v1.Service, rendering.services_service)
@@ -359,6 +369,7 @@ def _register(
         sidecar_services=sidecars,
         restful_service=restful_service,
         queue_patch=queue_patch,
+        autoscaler=autoscaler,
     )
 
 
@@ -370,7 +381,7 @@ def _job(
     parent: _Parent,
     lead: _Lead,
     before_job: list[pulumi.Resource],
-) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch, k8s.batch.v1.JobPatch | None]:
+) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch | None, k8s.batch.v1.JobPatch | None]:
     """The Job, after every other child, the JobPatch that owns its size and, for a queued
     MiniCluster, the JobPatch that waits for its admission."""
     plan = prepared.plan
@@ -401,10 +412,44 @@ def _job(
             ignore_changes=ignore_changes,
         ),
     )
-    size = plan.spec.size
     # An Output: a burst's Job holds text that is known once its root's is.
     job_hash = pulumi.Output.from_input(job_registered).apply(_job_hash)
-    patch = k8s.batch.v1.JobPatch(
+    patch: k8s.batch.v1.JobPatch | None = None
+    if plan.autoscale is None:
+        # Unless autoscale owns the size: then the Job is created at ``size`` and its ignored
+        # parallelism/completions are the scaler's, so neither a later ``up`` nor a refresh
+        # resets them. Turning autoscale off brings the patch back, and with it ``size``.
+        patch = _size_patch(resource_name, plan, job, job_hash, patch_await, parent)
+    if rendering.queue is None or queue_await is None:
+        return job, patch, None
+    # The wait of a queued MiniCluster, after the size patch, named after its LocalQueue.
+    queue_patch = k8s.batch.v1.JobPatch(
+        queued.await_resource_name(resource_name, rendering.queue),
+        metadata={
+            "name": plan.names.cluster,
+            "namespace": plan.namespace,
+            "annotations": {
+                awaiting.PATCH_FORCE_ANNOTATION: "true",
+                awaiting.JOB_HASH_ANNOTATION: job_hash,
+                **queue_await,
+            },
+        },
+        opts=parent.opts(None, after=[patch if patch is not None else job], deleted_with=job),
+    )
+    return job, patch, queue_patch
+
+
+def _size_patch(
+    resource_name: str,
+    plan: plans.MiniClusterPlan,
+    job: k8s.batch.v1.Job,
+    job_hash: pulumi.Output[str],
+    patch_await: Mapping[str, str],
+    parent: _Parent,
+) -> k8s.batch.v1.JobPatch:
+    """``<resource>-size``: the JobPatch that owns the Job's parallelism and completions."""
+    size = plan.spec.size
+    return k8s.batch.v1.JobPatch(
         f"{resource_name}-size",
         metadata={
             "name": plan.names.cluster,
@@ -421,23 +466,6 @@ def _job(
         # refused by the API server, failing the destroy.
         opts=parent.opts(None, after=[job], deleted_with=job),
     )
-    if rendering.queue is None or queue_await is None:
-        return job, patch, None
-    # The wait of a queued MiniCluster, after the size patch, named after its LocalQueue.
-    queue_patch = k8s.batch.v1.JobPatch(
-        queued.await_resource_name(resource_name, rendering.queue),
-        metadata={
-            "name": plan.names.cluster,
-            "namespace": plan.namespace,
-            "annotations": {
-                awaiting.PATCH_FORCE_ANNOTATION: "true",
-                awaiting.JOB_HASH_ANNOTATION: job_hash,
-                **queue_await,
-            },
-        },
-        opts=parent.opts(None, after=[patch], deleted_with=job),
-    )
-    return job, patch, queue_patch
 
 
 def _publish(
@@ -458,6 +486,10 @@ def _publish(
         "hostlist": pulumi.Output.from_input(lead.hostlist),
         "size": pulumi.Output.from_input(size),
         "max_size": pulumi.Output.from_input(plan.spec.max_size),
+        # The Job's size as Pulumi last read it: the scaler's, for an elastic MiniCluster.
+        "live_size": children.job.spec.apply(
+            lambda spec: int(spec.parallelism) if spec and spec.parallelism is not None else size
+        ),
         "curve_public_key": replacements[placeholders.CURVE_PUBLIC_KEY],
         "curve_cert": replacements[placeholders.CURVE_CERT],
         **_restful_outputs(plan, replacements),
@@ -618,6 +650,8 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
         placeholders.LEAD_ADDRESS if lead_broker is not None and burst_group is None else None
     )
     definition = _definition(resource_name, args["spec"], args, lead_placeholder)
+    if "autoscale" in args:
+        definition = _with_autoscale(definition, args["autoscale"])
     if burst_group is not None:
         definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
     try:
@@ -664,6 +698,20 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
 
 
 _ARG_KEYS: Final = MiniClusterArgs.__optional_keys__
+
+
+def _with_autoscale(definition: MiniClusterDefinition, value: Any) -> MiniClusterDefinition:
+    """The definition with the ``autoscale`` argument in place of its document's annotation
+    (the one place the plan reads it)."""
+    try:
+        chosen = autoscaling.settings(value, "autoscale")
+    except SpecError as err:
+        raise err.with_source(_SOURCE) from None
+    text = "false" if chosen is None else autoscaling.annotation_value(chosen)
+    return replace(
+        definition,
+        annotations={**definition.annotations, lbl.AUTOSCALE_ANNOTATION: text},
+    )
 
 
 def _definition(

@@ -121,6 +121,13 @@ class BurstGroup(TypedDict):
     clusters: list[BurstCluster]
 
 
+class Autoscale(TypedDict, total=False):
+    interval_seconds: int
+    """How often the scaler reads the queue (default 10)."""
+    idle_seconds: int
+    """How long a rank runs nothing before it is given back (default 60)."""
+
+
 class MiniClusterInputs(TypedDict, total=False):
     spec: Required[dict[str, Any]]
     """The MiniCluster as the Flux Operator takes it: a whole document (apiVersion
@@ -144,6 +151,7 @@ class MiniClusterInputs(TypedDict, total=False):
     """The Job's spec.managedBy (kueue.x-k8s.io/multikueue for MultiKueue)."""
     wait_timeout: int
     """Seconds `wait` may take, admission included, before the deployment fails."""
+    autoscale: Autoscale
 
 
 class MiniCluster(MiniClusterOutputs):

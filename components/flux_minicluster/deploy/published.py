@@ -33,6 +33,9 @@ class MiniClusterOutputs(pulumi.ComponentResource):
     """How many brokers run now."""
     max_size: pulumi.Output[int]
     """How many brokers the cluster can grow to without replacing its Job."""
+    live_size: pulumi.Output[int]
+    """The Job's parallelism as Pulumi last read it: ``size`` after an ``up``, and, with
+    autoscale, the size the scaler set once ``pulumi refresh`` (or ``up --refresh``) read it."""
     curve_public_key: pulumi.Output[str]
     """The certificate's public key (not secret): compare certificates across clusters with it."""
     curve_cert: pulumi.Output[str]

@@ -77,6 +77,18 @@ KINDS: Final[tuple[Kind, ...]] = (
         },
     ),
     Kind("batch/v1", "Job", k8s.batch.v1.Job, _META_SPEC),
+    Kind(
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        k8s.rbac.v1.Role,
+        {"metadata": "metadata", "rules": "rules"},
+    ),
+    Kind(
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        k8s.rbac.v1.RoleBinding,
+        {"metadata": "metadata", "roleRef": "role_ref", "subjects": "subjects"},
+    ),
     Kind("networking.k8s.io/v1", "NetworkPolicy", k8s.networking.v1.NetworkPolicy, _META_SPEC),
 )
 _BY_KEY: Final = {(k.api_version, k.kind): k for k in KINDS}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -24,9 +25,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import documents, kubeversion
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
 from flux_minicluster.core.loading import parse, revalidate
 from flux_minicluster.core.plan import Role
 from flux_minicluster.core.spec import BurstedCluster
@@ -99,6 +102,9 @@ class MiniClusterConfig(ConfigModel):
     queue: str | None = None
     managed_by: str | None = None
     wait_timeout: int | None = None
+    # An elastic MiniCluster: true, or {intervalSeconds, idleSeconds} (core/autoscale.py); it
+    # wins over the document's autoscale annotation.
+    autoscale: bool | dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> MiniClusterConfig:
@@ -192,6 +198,11 @@ class StackConfig(ConfigModel):
             namespace=self.cluster.namespace,
             source=self.minicluster.file or "",
         )
+        if self.minicluster.autoscale is not None:
+            where = f"{PROJECT}:minicluster.autoscale"
+            chosen = autoscaling.settings(self.minicluster.autoscale, where)
+            text = "false" if chosen is None else autoscaling.annotation_value(chosen)
+            parsed = replace(parsed, annotations={**parsed.annotations, AUTOSCALE_ANNOTATION: text})
         return _cloud_defaults(parsed, self)
 
 

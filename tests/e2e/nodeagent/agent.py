@@ -33,19 +33,23 @@ What it does (tests/e2e/README.md has the table of what is real and what is imit
   DNATs to the pod and SNATs the source to the load balancer's address, as an AWS NLB with IP
   targets and client IP preservation off does: the pod sees the load balancer, not the client;
 - NetworkPolicy: iptables filter rules in each pod's netns (podsim's compiler), refreshed as pods
-  come and go.
+  come and go;
+- the API server from a pod: KUBERNETES_SERVICE_HOST/PORT (10.96.0.1:443) in every container,
+  relayed by the agent to the API server on the host (``ApiProxy``), the only way out of a pod.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -54,13 +58,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from volumes import CLEAN_PATH, PodError, Preparer  # noqa: E402
+from volumes import API_SERVICE_ENV, CLEAN_PATH, PodError, Preparer  # noqa: E402
 
 CONTAINER = os.path.join(HERE, "container.py")
 BRIDGE = "fabr0"
@@ -694,9 +699,114 @@ class PodRun:
 # -- the agent -------------------------------------------------------------------------------
 
 
+# -- the API server from inside a pod --------------------------------------------------------
+
+# The `kubernetes` Service's ClusterIP (the first of the service range) and port, which every
+# container finds in KUBERNETES_SERVICE_HOST/PORT (volumes.py).
+API_SERVICE_IP = API_SERVICE_ENV["KUBERNETES_SERVICE_HOST"]
+API_SERVICE_PORT = int(API_SERVICE_ENV["KUBERNETES_SERVICE_PORT"])
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _in_netns(netns: str, make: Callable[[], socket.socket]) -> socket.socket:
+    """``make()`` run in the network namespace ``netns`` (a thread of its own, since setns
+    moves only the calling thread); the socket it returns stays in that namespace."""
+    out: list[socket.socket] = []
+    errors: list[BaseException] = []
+
+    def enter() -> None:
+        try:
+            fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns {netns}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            out.append(make())
+        except BaseException as e:  # re-raised in the caller
+            errors.append(e)
+
+    thread = threading.Thread(target=enter, name=f"netns-{netns}")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+class ApiProxy:
+    """A route out to the API server for a pod: kube-proxy's old userspace mode, for the one
+    Service a pod may need outside its cluster network. The API server listens on the host's
+    127.0.0.1, which no pod network namespace reaches; so the agent listens inside the pod's
+    namespace on the Service address (added to the pod's lo) and relays each connection,
+    byte for byte (TLS end to end), to the API server from the host's namespace. The pod sees
+    the API server's own certificate (its SANs include 10.96.0.1) and authenticates as itself."""
+
+    def __init__(self, server: str) -> None:
+        parsed = urllib.parse.urlsplit(server)
+        self.upstream = (parsed.hostname or "127.0.0.1", parsed.port or 443)
+        self.listeners: dict[str, socket.socket] = {}
+        self.lock = threading.Lock()
+
+    def open(self, netns: str) -> None:
+        run(["ip", "-n", netns, "addr", "add", f"{API_SERVICE_IP}/32", "dev", "lo"], check=False)
+
+        def listen() -> socket.socket:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((API_SERVICE_IP, API_SERVICE_PORT))
+            sock.listen(16)
+            return sock
+
+        sock = _in_netns(netns, listen)
+        with self.lock:
+            self.listeners[netns] = sock
+        threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
+
+    def close(self, netns: str) -> None:
+        with self.lock:
+            sock = self.listeners.pop(netns, None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, sock: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return  # closed with its pod
+            try:
+                upstream = socket.create_connection(self.upstream, timeout=10)
+            except OSError as e:
+                log(f"api proxy: cannot reach the API server: {e}")
+                conn.close()
+                continue
+            upstream.settimeout(None)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+            with contextlib.suppress(OSError):
+                src.close()
+
+
 class Agent:
     def __init__(self, args: argparse.Namespace) -> None:
         self.api = Api(args.server, args.ca, args.cert, args.key)
+        self.api_proxy = ApiProxy(args.server)
         self.node = args.node
         self.index = args.index
         self.prefix = args.flux_prefix
@@ -871,6 +981,8 @@ class Agent:
         run(["ip", "-n", ns, "link", "set", "lo", "up"])
         # Service IPs leave through eth0 (a DNAT in the pod's netns picks the endpoint).
         run(["ip", "-n", ns, "route", "add", self.service_cidr, "dev", "eth0"], check=False)
+        # The API server, through the agent (ApiProxy): pods have no other route out.
+        self.api_proxy.open(ns)
         with open(f"{etc}/resolv.conf", "w") as f:
             f.write(
                 "# e2e node agent: no DNS server; names resolve through /etc/hosts only.\n"
@@ -895,6 +1007,7 @@ class Agent:
             self.hosts_written.pop(p.netns, None)
             ip = p.ip
             p.ip = None
+            self.api_proxy.close(p.netns)
             teardown([p.netns], [p.veth])
         with self.lock:
             if p.slot is not None:

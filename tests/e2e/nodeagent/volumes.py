@@ -117,6 +117,10 @@ def set_volume_ownership(path: str, gid: int, readonly: bool) -> None:
 
 # A getter: (kind, namespace, name) -> the object or None (404)
 Getter = Callable[[str, str, str], "dict[str, Any] | None"]
+# What a kubelet gives every container (from the `kubernetes` Service): the agent relays that
+# address to the API server (agent.py's ApiProxy).
+API_SERVICE_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+
 # A token maker: (namespace, service account, audience, expirationSeconds) -> token
 TokenMaker = Callable[[str, str, "str | None", int], str]
 
@@ -454,7 +458,7 @@ class Preparer:
             home = pwd.getpwuid(sec["uid"]).pw_dir
         except KeyError:
             home = "/"
-        env = {"PATH": CLEAN_PATH, "HOSTNAME": hostname, "HOME": home}
+        env = {"PATH": CLEAN_PATH, "HOSTNAME": hostname, "HOME": home, **API_SERVICE_ENV}
         if c.get("tty"):
             env["TERM"] = "xterm"
         env.update(ctr_env)

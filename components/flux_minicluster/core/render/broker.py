@@ -49,5 +49,6 @@ def broker_toml(plan: MiniClusterPlan) -> str:
         default_connect=f"tcp://%h.{plan.names.domain}:%p",
         hosts_block=hosts_block(plan.host_entries),
         queue_policy=plan.spec.flux.scheduler.queue_policy,
+        simple=plan.spec.flux.scheduler.simple,
         imp=plan.imp.path if plan.imp is not None else "",
     )

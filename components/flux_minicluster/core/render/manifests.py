@@ -51,6 +51,7 @@ from flux_minicluster.core import layout, limits, placeholders, queueing
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import (
+    autoscale,
     credentials,
     jobfields,
     kube,
@@ -286,6 +287,8 @@ def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str
     spec["volumes"] = volumes.system_volumes(plan, entrypoint_keys) + volumes.user_volumes(
         s.containers
     )
+    if plan.autoscale is not None:
+        return autoscale.with_token(plan.autoscale, spec, plan.flux_index)
     return spec
 
 
@@ -384,6 +387,8 @@ class Rendering:
     job: Manifest
     queue: queueing.QueueSettings | None = None
     """The LocalQueue that admits the Job (Kueue), when the MiniCluster is queued."""
+    autoscaler: tuple[Manifest, ...] = ()
+    """An elastic MiniCluster's ServiceAccount, Role and RoleBinding (``render/autoscale.py``)."""
 
     def objects(self) -> list[Manifest]:
         """Every object, in creation order (``APPLY_ORDER``; the Job last: it mounts what comes
@@ -405,6 +410,7 @@ class Rendering:
         yield from self.sidecar_services
         if self.restful_service is not None:
             yield self.restful_service
+        yield from self.autoscaler
         yield self.job
 
 
@@ -464,6 +470,7 @@ def render(
         ),
         job=queueing.queued_job(_job(plan, data, public_key), queued),
         queue=queued,
+        autoscaler=autoscale.objects(plan, plan.autoscale) if plan.autoscale else (),
     )
     if problems := size_problems(rendering):
         raise SpecError(problems)

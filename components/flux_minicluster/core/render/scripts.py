@@ -46,7 +46,10 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 
 from __future__ import annotations
 
-from flux_minicluster.core import exitcodes, layout, templating
+from pathlib import Path
+
+from flux_minicluster.core import autoscale as autoscaling
+from flux_minicluster.core import exitcodes, layout, scaler, templating
 from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
@@ -121,6 +124,9 @@ def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
     for index, container in enumerate(plan.spec.containers):
         if container.wrapped:
             data[layout.start_script(index)] = start_script(plan, index)
+    if plan.autoscale is not None:
+        # The scaler as it is in this package (the file the tests exercise), run by rank 0.
+        data[autoscaling.SCALER_KEY] = Path(scaler.__file__).read_text(encoding="utf-8")
     return {key: data[key] for key in sorted(data)}
 
 
@@ -197,8 +203,31 @@ def wait_script(plan: MiniClusterPlan) -> str:
             if spec.logging.timed
             else ""
         ),
+        autoscale=_autoscale(plan),
         **_v1alpha1(plan),
     )
+
+
+def _autoscale(plan: MiniClusterPlan) -> dict[str, object] | None:
+    """The scaler's command line for rank 0 (None without autoscale): every value shquoted."""
+    chosen = plan.autoscale
+    if chosen is None:
+        return None
+    arguments = {
+        "--namespace": plan.namespace,
+        "--job": chosen.job,
+        "--min-size": chosen.min_size,
+        "--max-size": chosen.max_size,
+        "--interval": chosen.interval_seconds,
+        "--idle": chosen.idle_seconds,
+        "--token": f"{autoscaling.TOKEN_DIR}/{autoscaling.TOKEN_FILE}",
+        "--ca": f"{autoscaling.TOKEN_DIR}/{autoscaling.CA_FILE}",
+        "--field-manager": autoscaling.FIELD_MANAGER,
+    }
+    return {
+        "program": f"{layout.ENTRYPOINT_DIR}/{autoscaling.SCALER_KEY}",
+        "arguments": [shquote(f"{flag}={value}") for flag, value in arguments.items()],
+    }
 
 
 def start_script(plan: MiniClusterPlan, index: int) -> str:

@@ -1,0 +1,290 @@
+"""The scaler of an elastic MiniCluster: rank 0 runs this file beside its broker.
+
+It is shipped as it is, in the entrypoint ConfigMap (``autoscale.py``), and run with the Python
+of the Flux view: so it imports only the standard library and, when it runs, Flux's own Python
+bindings (``flux``, the view's site-packages). The tests import the same file.
+
+Every ``intervalSeconds`` it reads the queue (the jobs waiting for resources and the nodes each
+asks for), which ranks are online, which run a job and which it drained itself, and its own
+Job's size; ``decide`` (pure) says what to do, and one line is logged for each decision:
+
+* **grow** when waiting jobs need more nodes than the ranks below the Job's size can give
+  (``parallelism`` and ``completions`` together, up to ``maxSize``); ranks it drained earlier
+  are given back first (undrained) when that is enough;
+* **drain** the highest ranks, down to ``minSize``, that have run nothing for ``idleSeconds``
+  (``flux resource drain``: the scheduler places nothing new there);
+* **shrink** over the highest ranks once every one of them is drained and runs nothing: the Job
+  controller removes the pods of the highest indexes, so no running job loses a node.
+
+The Kubernetes side is one ``get`` and one merge ``patch`` of its own Job, with the projected
+service-account token (read again before each request: the kubelet renews it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DRAIN_REASON",
+    "Decision",
+    "Observation",
+    "decide",
+    "format_idset",
+    "log_line",
+    "parse_idset",
+    "track_idle",
+]
+
+# The reason on every rank this scaler drains: it undrains only ranks carrying it.
+DRAIN_REASON = "flux-minicluster autoscale: idle, being given back"
+# job-list states (flux-core's job state bits): waiting for resources, and holding them.
+_SCHED = 8
+_HOLDING = ("run", "cleanup")
+
+
+def parse_idset(text: str) -> frozenset[int]:
+    """Flux's idset text (``"0-2,5"``, ``"[0-1]"``, ``""``) as a set of ranks."""
+    ranks: set[int] = set()
+    for part in text.strip().strip("[]").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        ranks.update(range(int(low), int(high or low) + 1))
+    return frozenset(ranks)
+
+
+def format_idset(ranks: Iterable[int]) -> str:
+    """Ranks as Flux's idset text, e.g. ``2-3``."""
+    ordered = sorted(set(ranks))
+    parts: list[str] = []
+    start = prev = -2
+    for rank in ordered:
+        if rank != prev + 1:
+            if start >= 0:
+                parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = rank
+        prev = rank
+    if start >= 0:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the scaler sees at one tick."""
+
+    size: int
+    """The Job's parallelism (and completions) now."""
+    pending: tuple[int, ...]
+    """The nodes each job waiting for resources asks for (1 when it names no node count)."""
+    online: frozenset[int]
+    busy: frozenset[int]
+    """Ranks that hold a running job's resources."""
+    drained: frozenset[int]
+    """Ranks this scaler drained (their reason is ``DRAIN_REASON``)."""
+    idle_for: Mapping[int, float]
+    """Seconds each rank below ``size`` has run nothing (``track_idle``)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    """``hold``, ``grow``, ``undrain``, ``drain`` or ``shrink``."""
+    size: int
+    """The Job's size after it (``size`` unless growing or shrinking)."""
+    ranks: frozenset[int]
+    """The ranks to drain, or to undrain (with ``grow`` and ``undrain``)."""
+    why: str
+
+
+def track_idle(
+    previous: Mapping[int, float], size: int, busy: frozenset[int], now: float
+) -> dict[int, float]:
+    """Since when each rank below ``size`` has run nothing (an offline rank runs nothing)."""
+    return {r: previous.get(r, now) for r in range(size) if r not in busy}
+
+
+def decide(seen: Observation, min_size: int, max_size: int, idle_seconds: float) -> Decision:
+    """What to do about ``seen``, within ``[min_size, max_size]``: pure, one table of cases in
+    ``tests/test_autoscale.py``."""
+    size = seen.size
+    mine = frozenset(r for r in range(size) if r in seen.drained)
+    # Nodes the instance has or is getting: ranks below the Job's size that run nothing and are
+    # not drained (a rank still joining counts: it was asked for).
+    available = size - len(seen.busy & frozenset(range(size))) - len(mine)
+    wanted = sum(seen.pending)
+    lacking = wanted - available
+    if seen.pending and lacking > 0:
+        if mine:
+            back = frozenset(sorted(mine)[:lacking])
+            return Decision("undrain", size, back, f"{wanted} node(s) wanted, {available} free")
+        if size < max_size:
+            target = min(max_size, size + lacking)
+            again = frozenset(r for r in range(size, target) if r in seen.drained)
+            return Decision("grow", target, again, f"{wanted} node(s) wanted, {available} free")
+        return Decision("hold", size, frozenset(), f"{wanted} node(s) wanted, at maxSize")
+    if seen.pending:
+        return Decision("hold", size, frozenset(), f"{wanted} node(s) wanted, {available} free")
+    # Shrink over a top block of drained ranks that run nothing.
+    top = size
+    while top - 1 >= min_size and (top - 1) in mine and (top - 1) not in seen.busy:
+        top -= 1
+    if top < size:
+        return Decision("shrink", top, frozenset(range(top, size)), "drained ranks run nothing")
+    # Drain the highest ranks idle for long enough, highest first, never below min_size.
+    chosen: list[int] = []
+    for rank in range(size - 1, min_size - 1, -1):
+        if rank in seen.busy or seen.idle_for.get(rank, 0.0) < idle_seconds:
+            break
+        chosen.append(rank)
+    todo = frozenset(chosen) - mine
+    if todo:
+        return Decision("drain", size, todo, f"idle for {idle_seconds:g}s or more")
+    return Decision("hold", size, frozenset(), "nothing waits, nothing idle long enough")
+
+
+def log_line(seen: Observation, decision: Decision) -> str:
+    """The one line a decision leaves: queue, idle ranks, from, to, why."""
+    idle = [r for r in sorted(seen.idle_for) if r in seen.online]
+    return (
+        f"autoscale: action={decision.action} queue={len(seen.pending)} job(s)/"
+        f"{sum(seen.pending)} node(s) idle={format_idset(idle) or '-'} "
+        f"online={format_idset(seen.online) or '-'} from={seen.size} to={decision.size}"
+        + (f" ranks={format_idset(decision.ranks)}" if decision.ranks else "")
+        + f" why={decision.why}"
+    )
+
+
+# --- the program: Flux and Kubernetes ------------------------------------------------------------
+
+
+class Kube:
+    """Its own Job through the API server, as the pod's service account."""
+
+    def __init__(self, namespace: str, job: str, token_file: str, ca_file: str) -> None:
+        host = os.environ.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
+        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        if ":" in host:
+            host = f"[{host}]"
+        self.url = f"https://{host}:{port}/apis/batch/v1/namespaces/{namespace}/jobs/{job}"
+        self.token_file = token_file
+        self.context = ssl.create_default_context(cafile=ca_file)
+
+    def _call(self, method: str, body: dict[str, Any] | None = None, query: str = "") -> Any:
+        with open(self.token_file) as f:
+            token = f.read().strip()
+        request = urllib.request.Request(
+            self.url + query,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json",
+                "Content-Type": "application/merge-patch+json",
+            },
+        )
+        with urllib.request.urlopen(request, context=self.context, timeout=30) as response:
+            return json.load(response)
+
+    def size(self) -> int:
+        return int(self._call("GET")["spec"]["parallelism"])
+
+    def resize(self, size: int, manager: str) -> None:
+        body = {"spec": {"parallelism": size, "completions": size}}
+        self._call("PATCH", body, f"?fieldManager={manager}")
+
+
+def observe_flux(
+    handle: Any,
+) -> tuple[tuple[int, ...], frozenset[int], frozenset[int], frozenset[int]]:
+    """(nodes per waiting job, online ranks, busy ranks, ranks drained by this scaler)."""
+    status = handle.rpc("resource.status", nodeid=0).get()
+    online = parse_idset(status.get("online", ""))
+    drained: set[int] = set()
+    for ranks, entry in (status.get("drain") or {}).items():
+        if isinstance(entry, Mapping) and entry.get("reason") == DRAIN_REASON:
+            drained |= parse_idset(ranks)
+    listing = handle.rpc(
+        "job-list.list",
+        {
+            "max_entries": 0,
+            "attrs": ["state", "nnodes", "ranks"],
+            "constraint": {"states": ["sched", *_HOLDING]},
+        },
+    ).get()
+    pending: list[int] = []
+    busy: set[int] = set()
+    for job in listing.get("jobs", []):
+        if job.get("state") == _SCHED:
+            pending.append(max(int(job.get("nnodes") or 1), 1))
+        elif job.get("ranks"):
+            busy |= parse_idset(str(job["ranks"]))
+    return tuple(pending), online, frozenset(busy), frozenset(drained)
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in the pod
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--min-size", type=int, required=True)
+    parser.add_argument("--max-size", type=int, required=True)
+    parser.add_argument("--interval", type=float, required=True)
+    parser.add_argument("--idle", type=float, required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--ca", required=True)
+    parser.add_argument("--field-manager", required=True)
+    args = parser.parse_args(argv)
+
+    import flux  # type: ignore[import-not-found,unused-ignore]  # Flux's bindings, from the view
+
+    kube = Kube(args.namespace, args.job, args.token, args.ca)
+    handle = flux.Flux()
+    idle: dict[int, float] = {}
+    last = ""
+    while True:
+        try:
+            size = kube.size()
+            pending, online, busy, drained = observe_flux(handle)
+            now = time.monotonic()
+            idle = track_idle(idle, size, busy, now)
+            seen = Observation(
+                size=size,
+                pending=pending,
+                online=online,
+                busy=busy,
+                drained=drained,
+                idle_for={r: now - t for r, t in idle.items()},
+            )
+            decision = decide(seen, args.min_size, args.max_size, args.idle)
+            line = log_line(seen, decision)
+            if decision.action != "hold" or line.split(" why=")[1] != last:
+                print(line, flush=True)
+                last = line.split(" why=")[1]
+            ranks = format_idset(decision.ranks)
+            if decision.action in ("grow", "undrain") and ranks:
+                handle.rpc("resource.undrain", {"targets": ranks}, nodeid=0).get()
+            if decision.action == "drain":
+                payload = {"targets": ranks, "reason": DRAIN_REASON, "mode": "update"}
+                handle.rpc("resource.drain", payload, nodeid=0).get()
+            if decision.action in ("grow", "shrink"):
+                kube.resize(decision.size, args.field_manager)
+                if decision.action == "shrink":
+                    idle = {r: t for r, t in idle.items() if r < decision.size}
+        except (OSError, urllib.error.URLError, ValueError, KeyError) as err:
+            print(f"autoscale: error {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        time.sleep(args.interval)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
