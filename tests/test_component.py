@@ -26,6 +26,7 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core.certificate import generate, parse, render
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse as parse_definition
+from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
 from flux_minicluster.deploy.awaiting import JOB_HASH_ANNOTATION, job_annotations
@@ -403,7 +404,11 @@ def test_the_job_is_replaced_on_template_changes_and_patched_for_size(run_pulumi
     assert job.options is not None
     assert patch.options is not None
     assert job.options.delete_before_replace is True
-    assert job.options.replace_on_changes == ("spec.template",)
+    # and where a field the API server keeps immutable changes (a new target release)
+    assert job.options.replace_on_changes == (
+        "spec.template",
+        *(f"spec.{field}" for field in jobfields.IMMUTABLE),
+    )
     assert job.options.ignore_changes == JOB_IGNORE_CHANGES
     assert patch.options.dependencies == (job.urn,)
     assert patch.options.deleted_with == job.urn

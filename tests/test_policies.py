@@ -380,6 +380,9 @@ QUEUED = changed(
         m["spec"].update({"suspend": True}),
     ),
 )
+FAILURE_POLICY = {
+    "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+}
 CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
     (
         "queued-job-suspended",
@@ -489,6 +492,36 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
         changed(GOOD, 3, _set(["spec", "activeDeadlineSeconds"], _DELETE)),
     ),
     ("job-bounds", "backoff too high", GOOD, changed(GOOD, 3, _set(["spec", "backoffLimit"], 101))),
+    (
+        "job-bounds",
+        "per-index budget too high",
+        GOOD,
+        changed(
+            changed(GOOD, 3, _set(["spec", "backoffLimit"], _DELETE)),
+            3,
+            _set(["spec", "backoffLimitPerIndex"], 101),
+        ),
+    ),
+    (
+        "burst-no-success-policy",
+        "success policy on a burst's index 0",
+        minicluster(role="burst"),
+        changed(
+            minicluster(role="burst"),
+            3,
+            _set(["spec", "successPolicy"], {"rules": [{"succeededIndexes": "0"}]}),
+        ),
+    ),
+    (
+        "failure-policy-needs-never",
+        "podFailurePolicy with restartPolicy OnFailure",
+        changed(
+            changed(GOOD, 3, _set(["spec", "podFailurePolicy"], FAILURE_POLICY)),
+            3,
+            _set(["spec", "template", "spec", "restartPolicy"], "Never"),
+        ),
+        changed(GOOD, 3, _set(["spec", "podFailurePolicy"], FAILURE_POLICY)),
+    ),
     (
         "job-bounds",
         "deadline too long",

@@ -427,8 +427,16 @@ class PodRun:
             self.ready = False
             self.agent.release(self)
             self.done.set()
-        # The kubelet's final delete, once every container is gone.
+        # The kubelet's final delete, once every container is gone. Before it, as the kubelet
+        # does, the pod gets its terminal phase: a Job whose podReplacementPolicy is Failed (or
+        # that has a podFailurePolicy) counts a deleted pod, and removes its tracking finalizer,
+        # only once the pod is Failed; a pod left Running would never go.
         if self.deleting.is_set() and not self.gone.is_set():
+            if self.phase not in ("Succeeded", "Failed"):
+                codes = [c.exit_code for c in self.apps]
+                self.phase = "Succeeded" if codes and all(x == 0 for x in codes) else "Failed"
+                with contextlib.suppress(ApiError, OSError):
+                    self.push()
             with contextlib.suppress(ApiError, OSError):
                 self.agent.api.call(
                     "DELETE",
