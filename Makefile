@@ -62,8 +62,8 @@ test: lint typecheck contracts unit
 FUZZ_EXAMPLES ?= 10000
 fuzz: $(STAMP)
 	@half=$$(( ($(FUZZ_EXAMPLES) + 1) / 2 )); \
-	  FUZZ_EXAMPLES=$$half HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/test_fuzz.py & one=$$!; \
-	  FUZZ_EXAMPLES=$$half HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/test_fuzz.py & two=$$!; \
+	  FUZZ_EXAMPLES=$$half HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/core/test_fuzz.py & one=$$!; \
+	  FUZZ_EXAMPLES=$$half HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/core/test_fuzz.py & two=$$!; \
 	  wait $$one; first=$$?; wait $$two; second=$$?; \
 	  test $$first = 0 && test $$second = 0
 
@@ -73,7 +73,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py; status=$$?; $(PY) benchmarks/startup.py && exit $$status
 
 golden: $(STAMP)
-	UPDATE_GOLDEN=1 $(BIN)/pytest tests/test_golden.py tests/test_component_package.py
+	UPDATE_GOLDEN=1 $(BIN)/pytest tests/core/test_golden.py tests/deploy/test_component_package.py
 
 # The real Pulumi CLI/plugins and a Kubernetes control plane, built from the Go module proxy and,
 # for the two modules it refuses, from ../shared/vendor (standard library only; prints the bin

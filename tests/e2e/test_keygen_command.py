@@ -212,7 +212,7 @@ def uid(cp: ControlPlane, kind: str, name: str) -> str | None:
 
 def handshake(cert: CurveCertificate) -> bytes | None:
     """One message over a real CURVE connection on 127.0.0.1, both ends holding ``cert`` as
-    every broker does (tests/test_certificate.py's exchange): the reply, or None."""
+    every broker does (tests/core/test_certificate.py's exchange): the reply, or None."""
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     try:
         # a generous bound: the machine may be loaded; a failed handshake never answers at all

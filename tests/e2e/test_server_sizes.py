@@ -6,7 +6,7 @@ of what etcd stores is only judged on a write. Three things are compared:
 * each limit at its edge: a ConfigMap's and a Secret's data, and annotations, at the limit and
   one byte over, built directly: both sides draw the line at the same byte, and the server's
   message names the field the offline rule names;
-* each MiniCluster of tests/test_sizes.py rendered without the rule and created object by
+* each MiniCluster of tests/core/test_sizes.py rendered without the rule and created object by
   object: the objects the rule refuses are exactly the ones the server refuses, with the
   server's message for that limit;
 * the stored size of a Job, whose edge depends on what the server adds (defaults,

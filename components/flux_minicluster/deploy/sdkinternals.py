@@ -8,8 +8,8 @@ The product reads two things the SDK does not expose publicly:
   ignoreChanges, ...), which the offline stack renderer and the tests record; the public
   ``Mocks.new_resource`` receives only the type, name and inputs.
 
-Both read SDK internals that may change in a release. ``tests/test_sdkinternals.py`` exercises
-each against the installed SDK, so an upgrade that breaks one fails loudly there, and
+Both read SDK internals that may change in a release. ``tests/deploy/test_sdkinternals.py``
+exercises each against the installed SDK, so an upgrade that breaks one fails loudly there, and
 pyproject.toml pins the range of SDK versions they were checked with.
 """
 

@@ -14,7 +14,7 @@ are derived from it.
 
 After an intended change, refresh them and review the diff before committing::
 
-    UPDATE_GOLDEN=1 pytest tests/test_golden.py      # what `make golden` runs
+    UPDATE_GOLDEN=1 pytest tests/core/test_golden.py      # what `make golden` runs
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import yaml
 
 from flux_minicluster.core.render.manifests import to_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 CASES = (
     "hello-world",

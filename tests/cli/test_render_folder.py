@@ -27,7 +27,7 @@ from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.plan import build
 from flux_minicluster.core.render.manifests import render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello-world.yaml"
 SIDECARS = ROOT / "examples" / "services-sidecar.yaml"
 USER_TEXT = "resources: []  # the user's own\n"

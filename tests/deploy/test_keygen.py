@@ -40,7 +40,7 @@ from flux_minicluster.deploy.recorder import (
     run_create_script,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASH = shutil.which("bash") or "/bin/bash"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 BASICS = ("mktemp", "cat", "rm")  # what the script itself needs from PATH

@@ -39,7 +39,7 @@ from flux_minicluster.core.render.scripts import (
 
 NAME = "flux-sample"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
-CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text()
+CERT = (Path(__file__).parents[1] / "golden" / "fixed-curve.cert").read_text()
 HOSTILE = 'it\'s "quoted" $(touch pwned) `touch pwned2` ${HOME} \\ ; touch pwned3\nline two'
 
 

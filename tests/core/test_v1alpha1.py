@@ -332,8 +332,8 @@ def test_v1alpha2_examples_get_no_v1alpha1_objects(
     rendered: Callable[..., list[Manifest]],
 ) -> None:
     """A v1alpha2 document never gets a v1alpha1 object (that its bytes are unchanged is
-    tests/test_golden.py's)."""
-    for path in sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml")):
+    tests/core/test_golden.py's)."""
+    for path in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml")):
         if yaml.safe_load(path.read_text())["apiVersion"].endswith("/v1alpha1"):
             continue  # examples/v1alpha1-*.yaml: v1alpha1 documents, which do get them
         kinds = {o["kind"] for o in rendered(path)}

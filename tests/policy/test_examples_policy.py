@@ -18,7 +18,7 @@ import pytest
 from flux_minicluster.core import labels
 from flux_minicluster.policy import checker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "policies" / "config.example.json"
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SOURCE_RANGES = ["198.51.100.0/24", "203.0.113.0/24"]

@@ -22,7 +22,7 @@ from flux_minicluster.deploy import project, stackrender
 from flux_minicluster.deploy.recorder import RegistrationRecorder, run_program
 from flux_minicluster.deploy.stackconfig import PROJECT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Each derivation, by the one function that makes it.
 DERIVATIONS: tuple[tuple[Any, str], ...] = (

@@ -37,7 +37,7 @@ def test_a_bad_set_exits_1_and_names_each_policy(tmp_path: Path) -> None:
         "check",
         "bad.yaml",
         "--config",
-        str(Path(__file__).parents[1] / "policies" / "config.example.json"),
+        str(Path(__file__).parents[2] / "policies" / "config.example.json"),
         cwd=tmp_path,
     )
     assert result.returncode == 1, result.stdout + result.stderr
@@ -47,7 +47,7 @@ def test_a_bad_set_exits_1_and_names_each_policy(tmp_path: Path) -> None:
 
 
 def test_a_stack_rendered_on_the_fly_passes() -> None:
-    result = minicluster("check", "--stack", "local", cwd=Path(__file__).parents[1])
+    result = minicluster("check", "--stack", "local", cwd=Path(__file__).parents[2])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 mandatory" in result.stdout
 
@@ -75,7 +75,7 @@ def test_checking_nothing_fails(tmp_path: Path, what: str) -> None:
 
 
 def test_a_minicluster_spec_is_rendered_then_checked(tmp_path: Path) -> None:
-    examples = Path(__file__).parents[1] / "examples"
+    examples = Path(__file__).parents[2] / "examples"
     result = minicluster("check", str(examples / "hello-world.yaml"), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rendered MiniCluster minicluster-examples/flux-hello" in result.stderr
@@ -83,7 +83,7 @@ def test_a_minicluster_spec_is_rendered_then_checked(tmp_path: Path) -> None:
 
 
 def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:
-    result = minicluster("check", "--stack", "eks-burst", cwd=Path(__file__).parents[1])
+    result = minicluster("check", "--stack", "eks-burst", cwd=Path(__file__).parents[2])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rendered the root stack gke-root" in result.stderr
 
@@ -91,7 +91,7 @@ def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:
 def test_a_folder_the_product_wrote_is_checked_on_its_objects_alone(tmp_path: Path) -> None:
     """``render -d`` writes ``<stack>.outputs.json`` beside the stack folders and examples/ holds
     ``Pulumi.yaml`` and ``package.json``: checking the folder skips them with a note."""
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     rendered = minicluster("render", "--stack", "local", "-d", str(tmp_path), cwd=root)
     assert rendered.returncode == 0, rendered.stderr
     assert (tmp_path / "local.outputs.json").is_file()

@@ -37,8 +37,8 @@ from flux_minicluster.cli import folders
 from flux_minicluster.cli.render import render_file
 from flux_minicluster.deploy import project, stackrender
 
-ROOT = Path(__file__).resolve().parents[1]
-ALLOWED = Path(__file__).with_name("scanner-user-owned.yaml")
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED = Path(__file__).parents[1] / "scanner-user-owned.yaml"
 CERT = ROOT / "tests" / "golden" / "fixed-curve.cert"
 SCANNERS = {
     "checkov": os.environ.get("CHECKOV", ""),

@@ -34,7 +34,7 @@ from flux_minicluster.core.certificate import (
     z85_encode,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OPERATOR_SAMPLE = V1ALPHA2 / "custom-config" / "minicluster.yaml"
 
 PUBLIC = "dnMzaCkQOzL:=Obdhkry[a8:^aBY:o.=%f8*}Rr5"

@@ -24,7 +24,7 @@ from flux_minicluster.deploy.recorder import (
 from flux_minicluster.deploy.stackconfig import PROJECT
 from flux_minicluster.policy import checker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted(
     p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml")
 )

@@ -18,7 +18,7 @@ from flux_minicluster.core import certificate, plan
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello-world.yaml"
 CERT = certificate.render(certificate.generate("flux-hello", "flux-hello-0"))
 

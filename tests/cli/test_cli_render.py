@@ -15,7 +15,7 @@ from cli import minicluster
 from flux_minicluster.core import certificate, layout
 from flux_minicluster.core import labels as lbl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello-world.yaml"
 SIDECARS = ROOT / "examples" / "services-sidecar.yaml"
 

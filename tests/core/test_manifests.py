@@ -27,7 +27,7 @@ from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_one, parse
 from flux_minicluster.core.render.manifests import lead_service, to_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("1.29", "1.34")
 CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
 PUBLIC_KEY = certificate.parse(CERT).public_key

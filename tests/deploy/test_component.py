@@ -45,7 +45,7 @@ from flux_minicluster.deploy.recorder import (
     plain,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
 PUBLIC_KEY = parse(CERT).public_key

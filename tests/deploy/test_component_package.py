@@ -39,7 +39,7 @@ from flux_minicluster.deploy.multilanguage import (
 )
 from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, contains_secret
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ROOT / "components"
 GOLDEN_SCHEMA = COMPONENTS / "schema.json"
 CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()

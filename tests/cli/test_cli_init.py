@@ -41,7 +41,7 @@ def test_outside_a_project_says_so(tmp_path: Path) -> None:
 
 
 def test_cwd_finds_the_project_elsewhere(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     result = minicluster("--cwd", str(root), "render", "--stack", "local", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
 
@@ -97,7 +97,7 @@ def test_init_requires_the_package_as_it_is_installed_and_pins_the_sdks(tmp_path
     ]
     requirements = {r.name: r for r in map(Requirement, lines)}
     ours = requirements.pop("flux-minicluster")
-    assert ours.url == Path(__file__).resolve().parents[1].as_uri()
+    assert ours.url == Path(__file__).resolve().parents[2].as_uri()
     assert {name: str(r.specifier) for name, r in requirements.items()} == {
         sdk: f"=={md.version(sdk)}" for sdk in ("pulumi", "pulumi-kubernetes", "pulumi-command")
     }

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 POLICIES_DIR = ROOT / "policies"
 for _path in (str(ROOT), str(POLICIES_DIR)):
     if _path not in sys.path:

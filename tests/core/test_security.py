@@ -21,7 +21,7 @@ from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_one, parse
 from flux_minicluster.core.render.manifests import render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 Manifest = dict[str, Any]
 Rendered = Callable[..., list[Manifest]]
