@@ -27,7 +27,7 @@ from flux_minicluster.deploy.minicluster import (
 )
 from flux_minicluster.deploy.recorder import RegistrationRecorder, plain
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "autoscale.yaml"
 IDLE = 30.0
 

@@ -31,7 +31,7 @@ from flux_minicluster.deploy.stackconfig import ClusterConfig
 from flux_minicluster.policy import checker
 from flux_minicluster.policy.rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text()
 NEW_FIELDS = ("successPolicy", "podReplacementPolicy", "podFailurePolicy", "backoffLimitPerIndex")

@@ -23,7 +23,11 @@ from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, p
 from flux_minicluster.policy.checker import check
 from flux_minicluster.policy.queue_rules import QUEUED_JOB_SUSPENDED
 
-CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text().removesuffix("\n")
+CERT = (
+    (Path(__file__).resolve().parents[1] / "golden" / "fixed-curve.cert")
+    .read_text()
+    .removesuffix("\n")
+)
 JOB = "kubernetes:batch/v1:Job"
 JOBPATCH = "kubernetes:batch/v1:JobPatch"
 Build = Callable[..., plans.MiniClusterPlan]
@@ -191,7 +195,7 @@ def test_the_stack_config_keys_reach_the_component() -> None:
         {"minicluster": {"file": "examples/hello-world.yaml", "queue": "team-a",
                          "managedBy": queueing.KUEUE_MANAGED_BY, "waitTimeout": 600}}
     )  # fmt: skip
-    definition = config.definition(Path(__file__).resolve().parents[1])
+    definition = config.definition(Path(__file__).resolve().parents[2])
     args = program._args(config, definition, {})
     assert (args["queue"], args["managed_by"], args["wait_timeout"]) == (
         "team-a",

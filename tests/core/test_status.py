@@ -173,5 +173,5 @@ def test_rank0_exit_code_is_the_flux_containers_of_the_newest_rank0_pod() -> Non
 def test_a_stack_says_where_to_look(monkeypatch: pytest.MonkeyPatch) -> None:
     """`status --stack` reads the stack's config file (never Pulumi state): its MiniCluster's
     name, its namespace, kubeconfig and context."""
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
     assert _stack_target("local") == ("flux-hello", "flux-local", None, None)

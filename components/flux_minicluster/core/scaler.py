@@ -117,7 +117,7 @@ def track_idle(
 
 def decide(seen: Observation, min_size: int, max_size: int, idle_seconds: float) -> Decision:
     """What to do about ``seen``, within ``[min_size, max_size]``: pure, one table of cases in
-    ``tests/test_autoscale.py``."""
+    ``tests/core/test_autoscale.py``."""
     size = seen.size
     mine = frozenset(r for r in range(size) if r in seen.drained)
     # Nodes the instance has or is getting: ranks below the Job's size that run nothing and are
