@@ -107,10 +107,13 @@ def by_kind(run: ProgramRun[Any], kind: str) -> RecordedResource:
 def expected_registration(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
     """The rendered objects as the component must register them: the documented changes are
     that a Job's size-dependent ``waitFor`` moves to the JobPatch, leaving ``skipAwait``, and
-    that a Job which skips awaiting is deleted with background propagation."""
+    that every object but an awaited Job is deleted with background propagation."""
     out = {}
     for manifest in copy.deepcopy(rendered):
-        if manifest["kind"] == "Job":
+        if manifest["kind"] != "Job":
+            metadata = manifest["metadata"]
+            metadata.setdefault("annotations", {})[DELETION_PROPAGATION_ANNOTATION] = "background"
+        else:
             annotations = manifest["metadata"]["annotations"]
             if annotations.pop(lbl.WAIT_FOR_ANNOTATION, None) is not None:
                 annotations[lbl.SKIP_AWAIT_ANNOTATION] = "true"
@@ -237,7 +240,8 @@ def test_certificate_comes_from_a_keygen_command(
     assert contains_secret(secret.inputs["stringData"])
     assert plain(secret.inputs)["stringData"] == {layout.CURVE_FILE: CERT}
     assert plain(secret.inputs)["metadata"]["annotations"] == {
-        lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY
+        lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY,
+        DELETION_PROPAGATION_ANNOTATION: "background",
     }
     # The Secret takes its data from the Command; the Job waits for both.
     assert secret.options is not None
