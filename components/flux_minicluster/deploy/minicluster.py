@@ -78,9 +78,9 @@ JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
 #   EndpointSlices), but with foreground each waits for the garbage collector to take its
 #   deletion finalizer off, and on `pulumi destroy` the collector is busy deleting the Job's
 #   pods (20 requests a second by default): the objects, then the namespace after them, waited
-#   for the pods. With background they go at once, the namespace is deleted next and its
-#   controller removes the remaining pods in one call (256 brokers: destroy 31 s -> 19 s; see
-#   the README's Performance section).
+#   for the pods. With background they go at once and the namespace is deleted next (64
+#   brokers: destroy 11 s -> 9 s; at 256 and 1,024 the namespace controller's own waits
+#   dominate either way: the README's Performance section).
 # * A Job that skips awaiting: background too. pulumi-kubernetes then also skips waiting for its
 #   deletion (metadata.allowsSkipAwaitWithDelete), so a replacement (delete-before-replace, a
 #   fixed name) would apply the new Job to the old one while its foreground deletion runs: a
