@@ -68,6 +68,33 @@ def test_core_modules_import_without_pulumi(module: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+# What importing each entry point must not load: start-up a user pays on every run. The package
+# root exports MiniCluster lazily (the CLI and the core never pay for Pulumi or the spec model),
+# and the component imports the policy rules, the CLI and v1alpha1's models only when a run uses
+# them. (The keygen Command's SDK stays a plain import: Pulumi evaluates the component's type
+# hints, ``keygen: local.Command | None``, when it registers the component.)
+@pytest.mark.parametrize(
+    ("module", "not_loaded"),
+    [
+        ("flux_minicluster", ["pulumi", "pulumi_kubernetes", "pydantic", "jinja2", "yaml"]),
+        (
+            "flux_minicluster.deploy.minicluster",
+            ["flux_minicluster.policy", "flux_minicluster.cli", "flux_minicluster.core.v1alpha1"],
+        ),
+    ],
+)
+def test_importing_loads_only_what_a_run_uses(module: str, not_loaded: list[str]) -> None:
+    code = (
+        f"import sys, importlib; importlib.import_module({module!r});"
+        f"bad = sorted(m for m in sys.modules if m.startswith(tuple({not_loaded!r})));"
+        "sys.exit(repr(bad) if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_users_own_components_folder_does_not_shadow_the_package(tmp_path: Path) -> None:
     """A user's project commonly has a ``components/`` package of its own; both must import."""
     (tmp_path / "components").mkdir()

@@ -752,6 +752,11 @@ def test_a_type_error_in_metadata_does_not_hide_the_specs_problems() -> None:
         ("- a\n- b\n", "expected a mapping"),
         ("a: [1,\n", "invalid YAML"),
         ("a: 1\na: 2\n", "duplicate key"),
+        ("a: 1\nb: *nope\n", "line 2, column 4: found undefined alias 'nope'"),
+        ("a: &x 1\nb: &x 2\n", "line 2, column 4: found duplicate anchor 'x'"),
+        # the limits on what a hand-written spec may hold (core/yamlio.py), at the line
+        ("a: 1\nb: " + "[" * 64 + "]" * 64 + "\n", "line 2: nested deeper than 64 levels"),
+        ("a: &a 1\nb: [" + ",".join(["*a"] * 201) + "]\n", "line 2: more than 200 YAML aliases"),
         # Another kind of object: the kind, not a list of fields a MiniCluster lacks.
         (
             "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: p}\n"

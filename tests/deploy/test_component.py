@@ -29,7 +29,11 @@ from flux_minicluster.core.loading import parse as parse_definition
 from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy.awaiting import JOB_HASH_ANNOTATION, job_annotations
+from flux_minicluster.deploy.awaiting import (
+    DELETION_PROPAGATION_ANNOTATION,
+    JOB_HASH_ANNOTATION,
+    job_annotations,
+)
 from flux_minicluster.deploy.minicluster import (
     JOB_IGNORE_CHANGES,
     OUTPUTS,
@@ -107,12 +111,17 @@ def by_kind(run: ProgramRun[Any], kind: str) -> RecordedResource:
 def expected_registration(
     rendered: list[dict[str, Any]], deploy_annotations: dict[str, str]
 ) -> dict[tuple[str, str], Any]:
-    """The rendered objects as the component must register them: the one documented change is
-    the Job's deploy annotations (``deploy.awaiting``), checked by ``test_await_annotations``."""
+    """The rendered objects as the component must register them: the documented changes are the
+    Job's deploy annotations (``deploy.awaiting``), checked by ``test_await_annotations``, and
+    background deletion for every other object."""
     out = {}
     for manifest in copy.deepcopy(rendered):
         if manifest["kind"] == "Job":
             manifest["metadata"]["annotations"].update(deploy_annotations)
+        else:
+            manifest["metadata"].setdefault("annotations", {})[DELETION_PROPAGATION_ANNOTATION] = (
+                "background"
+            )
         out[(manifest["kind"], manifest["metadata"]["name"])] = manifest
     return out
 
@@ -236,7 +245,8 @@ def test_certificate_comes_from_a_keygen_command(
     assert contains_secret(secret.inputs["stringData"])
     assert plain(secret.inputs)["stringData"] == {layout.CURVE_FILE: CERT}
     assert plain(secret.inputs)["metadata"]["annotations"] == {
-        lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY
+        lbl.CURVE_PUBLIC_KEY_ANNOTATION: PUBLIC_KEY,
+        DELETION_PROPAGATION_ANNOTATION: "background",
     }
     # The Secret takes its data from the Command; the Job waits for both.
     assert secret.options is not None

@@ -356,7 +356,10 @@ def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_pat
     but for what only Pulumi reads, which the deploy layer adds (``deploy.awaiting``), and the
     Namespace the stack creates."""
     from flux_minicluster.cli.render import render_file
-    from flux_minicluster.deploy.awaiting import DEPLOY_ANNOTATIONS
+    from flux_minicluster.deploy.awaiting import (
+        DELETION_PROPAGATION_ANNOTATION,
+        DEPLOY_ANNOTATIONS,
+    )
 
     cert = ROOT / "tests" / "golden" / "fixed-curve.cert"
     stack = stackrender.render_stack(PROJECT_HERE, "local", curve_cert=cert.read_text())
@@ -376,8 +379,14 @@ def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_pat
             if key in annotations:
                 added.setdefault(obj["kind"], set()).add(key)
                 del annotations[key]
+        if not annotations:
+            obj["metadata"].pop("annotations", None)
         objects.append(obj)
+    for obj in by_file:
+        if obj["metadata"].get("annotations") == {}:
+            del obj["metadata"]["annotations"]
     key = stackrender.apply_order
     assert sorted(objects, key=key) == sorted(by_file, key=key)
-    assert added  # the Job's, for `wait: ready`
-    assert set(added) == {"Job"}
+    # The Job's awaits (for `wait: ready`); every other object only its background deletion.
+    assert labels.SKIP_AWAIT_ANNOTATION in added.pop("Job")
+    assert added and all(keys == {DELETION_PROPAGATION_ANNOTATION} for keys in added.values())

@@ -316,7 +316,7 @@ def _register(
     def child(
         cls: type[R], manifest: Mapping[str, Any], *, secret: bool = False, retain: bool = False
     ) -> R:
-        filled = outputs.substitute(manifest, replacements)
+        filled = outputs.substitute(awaiting.registered_child(manifest), replacements)
         resource = resources.register_as(
             cls,
             resource_name,
