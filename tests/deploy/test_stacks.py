@@ -389,4 +389,5 @@ def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_pat
     assert sorted(objects, key=key) == sorted(by_file, key=key)
     # The Job's awaits (for `wait: ready`); every other object only its background deletion.
     assert labels.SKIP_AWAIT_ANNOTATION in added.pop("Job")
-    assert added and all(keys == {DELETION_PROPAGATION_ANNOTATION} for keys in added.values())
+    assert added
+    assert all(keys == {DELETION_PROPAGATION_ANNOTATION} for keys in added.values())
