@@ -6,15 +6,16 @@ is tests/e2e/test_kueue.py's; here, what we render and register for it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flux_minicluster.core import kubeversion, queueing
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
-from flux_minicluster.core import queueing
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.deploy import awaiting, program, queued, stackconfig
@@ -68,13 +69,13 @@ def test_an_unqueued_job_is_what_it_was(build: Build) -> None:
 def test_managed_by_passes_through_where_the_version_serves_it(build: Build) -> None:
     job = render(build(spec()), CERT, queue="q", managed_by=queueing.KUEUE_MANAGED_BY).job
     assert job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
-    settings = queueing.QueueSettings("q", None, queueing.KUEUE_MANAGED_BY)
-    bare = {"metadata": {}, "spec": {"template": {}}}
-    assert "managedBy" not in queueing.queued_job(bare, settings, (1, 31))["spec"]
-    assert queueing.queued_job(bare, settings, (1, 32))["spec"]["managedBy"] == settings.managed_by
-    assert queueing.managed_by_served((1, 32))
-    assert queueing.managed_by_served(None)
-    assert not queueing.managed_by_served((1, 30))
+    old = dataclasses.replace(build(spec()), kube_version=kubeversion.parse("1.32"))
+    with pytest.raises(SpecError) as raised:
+        render(old, CERT, queue="q", managed_by=queueing.KUEUE_MANAGED_BY)
+    assert "managed_by: Kubernetes 1.32 does not serve the Job's spec.managedBy" in str(
+        raised.value
+    )
+    assert "managedBy" not in render(old, CERT, queue="q").job["spec"]
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ The queue comes from the deployer (the component's ``queue``, the stack's
 ``jobLabels``; both may name it only if they agree. A priority class
 (``kueue.x-k8s.io/priority-class`` in ``jobLabels``) passes through untouched, as every job
 label does. ``spec.managedBy`` (MultiKueue: ``kueue.x-k8s.io/multikueue`` hands the Job to a
-worker cluster) passes through where the target Kubernetes serves the field:
-``managed_by_served`` is the one gate for that (beta and on by default from 1.32).
+worker cluster) passes through; whether the target Kubernetes serves the field is the version
+table's to say (``core.kubeversion``), which the renderer asks before it calls ``queued_job``.
 
 Pure: no Pulumi here. The Pulumi layer reads ``QueueSettings`` from the rendering to keep
 ``pulumi up`` from fighting Kueue (see ``deploy.queued``).
@@ -31,11 +31,9 @@ from flux_minicluster.core.errors import Problem, SpecError, key_path
 
 __all__ = [
     "KUEUE_MANAGED_BY",
-    "MANAGED_BY_SINCE",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
     "QueueSettings",
-    "managed_by_served",
     "queued_job",
     "settings",
 ]
@@ -43,9 +41,6 @@ __all__ = [
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 KUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
-# The first Kubernetes minor whose Job serves spec.managedBy by default (JobManagedBy: alpha
-# 1.30, beta and on 1.32, GA 1.35). The one place that says so: see managed_by_served.
-MANAGED_BY_SINCE: Final = (1, 32)
 _MANAGED_BY_MAX: Final = 63
 _DOMAIN_PREFIXED_PATH: Final = re.compile(
     r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
@@ -62,16 +57,6 @@ class QueueSettings:
     """The Kueue WorkloadPriorityClass named in ``jobLabels``, if any."""
     managed_by: str | None
     """``spec.managedBy`` of the Job (MultiKueue), if any."""
-
-
-def managed_by_served(kube_version: tuple[int, int] | None) -> bool:
-    """Whether the Job of the target Kubernetes serves ``spec.managedBy``.
-
-    ``None`` is an unknown target, taken as one that serves it (the field is then rendered; a
-    server that does not know it refuses the Job under strict field validation). The version
-    table of the renderer calls this with the target's (major, minor).
-    """
-    return kube_version is None or kube_version >= MANAGED_BY_SINCE
 
 
 def settings(
@@ -150,15 +135,12 @@ def _managed_by_problem(value: str) -> str | None:
     return None
 
 
-def queued_job(
-    job: Mapping[str, Any],
-    queue: QueueSettings | None,
-    kube_version: tuple[int, int] | None = None,
-) -> dict[str, Any]:
+def queued_job(job: Mapping[str, Any], queue: QueueSettings | None) -> dict[str, Any]:
     """The rendered Job, labelled for its LocalQueue and created suspended (a copy).
 
-    ``spec.suspend: true`` (and ``spec.managedBy`` where ``managed_by_served``) go before the
-    pod template, after the spec's other fields. An unqueued Job is returned unchanged.
+    ``spec.suspend: true`` (and ``spec.managedBy``, which the caller has checked the target
+    serves) go before the pod template, after the spec's other fields. An unqueued Job is
+    returned unchanged.
     """
     out = copy.deepcopy(dict(job))
     if queue is None:
@@ -168,7 +150,7 @@ def queued_job(
     spec = out["spec"]
     template = spec.pop("template")
     spec["suspend"] = True
-    if queue.managed_by is not None and managed_by_served(kube_version):
+    if queue.managed_by is not None:
         spec["managedBy"] = queue.managed_by
     spec["template"] = template
     return out

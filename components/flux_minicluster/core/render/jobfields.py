@@ -22,6 +22,7 @@ IMMUTABLE: Final = (
     "successPolicy",
     "podFailurePolicy",
     "backoffLimitPerIndex",
+    "managedBy",
 )
 """The fields of these the API server refuses to change on a live Job (``ValidateJobSpecUpdate``
 of k8s.io/kubernetes; podReplacementPolicy and maxFailedIndexes may change): a new target release

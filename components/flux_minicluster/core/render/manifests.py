@@ -46,8 +46,8 @@ from typing import Any, Final, Literal
 import yaml
 
 from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core import kubeversion, layout, limits, placeholders, queueing
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, limits, placeholders, queueing
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import (
@@ -439,6 +439,18 @@ def render(
     layer adds what Pulumi needs (``deploy.awaiting``).
     """
     queued = queueing.settings(plan.spec.job_labels, queue, managed_by)
+    if managed_by is not None and not kubeversion.serves(
+        plan.kube_version, kubeversion.JobField.MANAGED_BY
+    ):
+        since = kubeversion.JOB_FIELDS[kubeversion.JobField.MANAGED_BY].rendered_from
+        raise SpecError(
+            Problem(
+                "managed_by",
+                f"Kubernetes {plan.kube_version} does not serve the Job's spec.managedBy "
+                f"(rendered from {since}): name the cluster's release (kube_version, "
+                "cluster.kubernetesVersion, --kube-version) or leave managed_by out",
+            )
+        )
     data = entrypoint_data(plan)
     text, public_key = _certificate(certificate)
     services = bool(plan.spec.services)
