@@ -33,6 +33,11 @@ NAMESPACE_HELP = (
 )
 
 
+def _report_format(p: argparse.ArgumentParser, what: str) -> None:
+    """``-o text|json``, the same for every command that reports (validate, check, status)."""
+    p.add_argument("--output", "-o", choices=("text", "json"), default="text", help=f"json: {what}")
+
+
 def _validate(args: argparse.Namespace) -> int:
     from flux_minicluster.cli.notices import warn
     from flux_minicluster.core import plan
@@ -142,13 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
     p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
-    p.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json"),
-        default="text",
-        help="json: one JSON document on stdout (every MiniCluster, every problem), for CI",
-    )
+    _report_format(p, "one JSON document on stdout (every MiniCluster, every problem), for CI")
     p.set_defaults(func=_validate)
 
     p = sub.add_parser(
@@ -212,13 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stack", "-s", action="append", default=[], help="render and check a stack")
     p.add_argument("--config", "-c", metavar="FILE", help="policy config (JSON or YAML)")
-    p.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json"),
-        default="text",
-        help="json: the report as one JSON document on stdout (verdict, violations), for CI",
-    )
+    _report_format(p, "the report as one JSON document on stdout (verdict, violations), for CI")
     p.set_defaults(func=_check)
 
     p = sub.add_parser(
@@ -234,13 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
     p.add_argument("--context", help="kube-context (default: the current one)")
-    p.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json"),
-        default="text",
-        help="json: one JSON document on stdout, for CI and workflow tools",
-    )
+    _report_format(p, "one JSON document on stdout, for CI and workflow tools")
     p.set_defaults(func=_status)
 
     p = sub.add_parser(
