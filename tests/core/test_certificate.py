@@ -19,6 +19,7 @@ import yaml
 import zmq
 import zmq.utils.z85
 from corpus import V1ALPHA2
+from curveexchange import exchange
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -315,8 +316,6 @@ def test_validate_path_does_not_import_zmq() -> None:
 
 # --- a real CURVE handshake on 127.0.0.1 --------------------------------------------------------
 
-POLL_MS = 1500
-
 
 @pytest.fixture
 def context() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
@@ -327,47 +326,11 @@ def context() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
         ctx.destroy(linger=0)
 
 
-def _exchange(
-    ctx: zmq.Context[zmq.Socket[bytes]],
-    server_cert: CurveCertificate,
-    client_cert: CurveCertificate,
-    server_key_for_client: str,
-    poll_ms: int = POLL_MS,
-) -> bytes | None:
-    """Send one message client -> server -> client; None if either leg never arrives within
-    ``poll_ms``."""
-    server = ctx.socket(zmq.ROUTER)
-    client = ctx.socket(zmq.DEALER)
-    try:
-        for sock in (server, client):
-            sock.linger = 0
-        server.curve_server = True
-        server.curve_publickey = server_cert.public_key.encode()
-        server.curve_secretkey = server_cert.secret_key.encode()
-        port = server.bind_to_random_port("tcp://127.0.0.1")
-        client.curve_publickey = client_cert.public_key.encode()
-        client.curve_secretkey = client_cert.secret_key.encode()
-        client.curve_serverkey = server_key_for_client.encode()
-        client.connect(f"tcp://127.0.0.1:{port}")
-        client.send(b"hello-flux")
-        if not server.poll(poll_ms):
-            return None
-        identity, payload = server.recv_multipart()
-        server.send_multipart([identity, payload + b"-ack"])
-        if not client.poll(poll_ms):
-            return None
-        reply: bytes = client.recv()
-        return reply
-    finally:
-        server.close(linger=0)
-        client.close(linger=0)
-
-
 def test_shared_certificate_carries_a_message_over_curve(
     context: zmq.Context[zmq.Socket[bytes]],
 ) -> None:
     shared = parse(render(generate("flux-sample", "flux-sample-0")))
-    assert _exchange(context, shared, shared, shared.public_key) == b"hello-flux-ack"
+    assert exchange(context, shared, shared, shared.public_key) == b"hello-flux-ack"
 
 
 def test_client_with_the_wrong_server_key_gets_nothing(
@@ -375,4 +338,4 @@ def test_client_with_the_wrong_server_key_gets_nothing(
 ) -> None:
     shared = parse(render(generate("flux-sample", "flux-sample-0")))
     stranger = generate("other", "other-0")
-    assert _exchange(context, shared, shared, stranger.public_key) is None
+    assert exchange(context, shared, shared, stranger.public_key) is None

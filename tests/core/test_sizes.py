@@ -18,6 +18,7 @@ import yaml
 from cli import minicluster
 from hypothesis import given
 from hypothesis import strategies as st
+from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import limits
@@ -25,48 +26,6 @@ from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.plan import build
 from flux_minicluster.core.render.manifests import render
-
-
-def spec(**container: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "big", "namespace": "default"},
-        "spec": {"size": 1, "containers": [{"image": "x", "command": "hostname", **container}]},
-    }
-
-
-def with_pod(doc: dict[str, Any], **pod: Any) -> dict[str, Any]:
-    doc["spec"]["pod"] = pod
-    return doc
-
-
-# (spec, the field named, the object and its field in the message)
-TOO_LARGE = {
-    "command over 1 MiB": (
-        spec(command="echo " + "x" * 1_100_000),
-        "spec.containers[0].command",
-        "ConfigMap big-entrypoint too large: 1110",
-    ),
-    "pod annotations over 256 KiB": (
-        with_pod(spec(), annotations={"example.com/note": "x" * 300_000}),
-        "spec.pod.annotations",
-        "Job big (spec.template.metadata.annotations) too large: 300",
-    ),
-    "20,000 environment entries": (
-        spec(environment={f"VAR_{i:05d}": f"value-{i}" for i in range(20_000)}),
-        "spec.containers[0].environment",
-        "Job big too large: about",
-    ),
-    "one environment value of 1.6 MB": (
-        spec(environment={"BIG": "x" * 1_600_000}),
-        "spec.containers[0].environment.BIG",
-        "Job big too large: about",
-    ),
-}
-JUST_UNDER = {
-    "command of 1,000,000 bytes": spec(command="echo " + "x" * 1_000_000),
-    "pod annotations of 250,000 bytes": with_pod(spec(), annotations={"a": "x" * 250_000}),
-    "one environment value of 1.4 MB": spec(environment={"BIG": "x" * 1_400_000}),
-}
 
 
 @pytest.mark.parametrize(("doc", "field", "fragment"), TOO_LARGE.values(), ids=list(TOO_LARGE))
@@ -87,16 +46,6 @@ def test_an_object_too_large_is_refused_at_its_spec_field(
 def test_an_object_just_under_the_limits_renders(doc: dict[str, Any]) -> None:
     objects = render(build(parse(doc))).objects()
     assert not [e for e in kubecheck.semantic_errors(objects) if "too large" in e]
-
-
-def render_unchecked(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The objects as rendered were the size rule not applied (to hand them to kubecheck)."""
-    real = limits.size_problems
-    try:
-        limits.size_problems = lambda manifest: []
-        return render(build(parse(doc))).objects()
-    finally:
-        limits.size_problems = real
 
 
 @pytest.mark.parametrize("command", ["validate", "render"])

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 import pytest
 import zmq
 from controlplane import ControlPlane
+from curveexchange import exchange
 from kube import wait_until
 from realcli import Cli, holds, plain, require_flux
 from stackrun import PREFIX, copy_project
-from test_certificate import _exchange
 
 from flux_minicluster.core import certificate
 from flux_minicluster.core.certificate import CurveCertificate
@@ -216,6 +216,6 @@ def handshake(cert: CurveCertificate) -> bytes | None:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     try:
         # a generous bound: the machine may be loaded; a failed handshake never answers at all
-        return _exchange(ctx, cert, cert, cert.public_key, poll_ms=15_000)
+        return exchange(ctx, cert, cert, cert.public_key, poll_ms=15_000)
     finally:
         ctx.destroy(linger=0)

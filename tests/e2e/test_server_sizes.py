@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane, collection_path, object_path
-from test_sizes import JUST_UNDER, TOO_LARGE, render_unchecked
+from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
 
 from flux_minicluster.core import limits
 
