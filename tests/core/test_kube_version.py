@@ -241,8 +241,9 @@ def test_the_component_renders_for_its_kube_version(
 
 
 def test_a_new_release_replaces_the_job_where_a_field_cannot_change() -> None:
-    # every field the API server keeps immutable is one the renderer may add or drop
-    assert set(jobfields.IMMUTABLE) <= set(NEW_FIELDS)
+    # every field the API server keeps immutable is one the renderer may add or drop: the new
+    # Job fields, and a queued MiniCluster's managedBy (core.queueing)
+    assert set(jobfields.IMMUTABLE) <= {*NEW_FIELDS, "managedBy"}
 
 
 # --- the policies -----------------------------------------------------------------------------
