@@ -16,7 +16,7 @@ kwok's own module, shipped beside bin/ by build.py, adjusted in _kwok_stages):
     (kwok's pod-delete stage stands in for the kubelet; its wait for the deletionTimestamp is
     dropped), so foreground deletion of a Job and deletion of a namespace finish quickly.
 The fake nodes are labelled type=kwok, untainted, and each has ample allocatable (NODE_CPU,
-NODE_MEMORY, NODE_PODS: 16 pods of 1 cpu / 2Gi fit on one).
+NODE_MEMORY, NODE_PODS, NODE_EPHEMERAL_STORAGE: 16 pods of 1 cpu / 2Gi fit on one).
 
 Every process runs in its own process group; stop() ends each group by its pid (SIGTERM, then
 SIGKILL), on success, on an exception, on KeyboardInterrupt, and at interpreter exit for any
@@ -51,6 +51,9 @@ COMPLETE_AFTER = "e2e.flux-minicluster/complete-after"
 NODE_CPU = "64"
 NODE_MEMORY = "256Gi"
 NODE_PODS = "110"
+# Every broker pod requests node disk (the flux-view init container's 1Gi): a node with none
+# advertised fits no pod.
+NODE_EPHEMERAL_STORAGE = "1Ti"
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.1/16"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -530,7 +533,12 @@ class ControlPlane:
         return True
 
     def _node(self, name: str) -> dict[str, Any]:
-        resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
+        resources = {
+            "cpu": NODE_CPU,
+            "memory": NODE_MEMORY,
+            "pods": NODE_PODS,
+            "ephemeral-storage": NODE_EPHEMERAL_STORAGE,
+        }
         return {
             "apiVersion": "v1",
             "kind": "Node",

@@ -261,7 +261,8 @@ def resource_flavor(name: str, node_labels: dict[str, str], toleration_key: str)
 
 
 def cluster_queue(name: str, flavor: str, pods: int) -> dict[str, Any]:
-    """Quota for ``pods`` pods (one broker each); CPU and memory plentiful but covered (Kueue
+    """Quota for ``pods`` pods (one broker each); CPU, memory and node disk (the flux-view init container requests
+    1Gi) plentiful but covered (Kueue
     refuses a Workload that requests a resource its ClusterQueue does not cover)."""
     return {
         "apiVersion": API,
@@ -271,13 +272,14 @@ def cluster_queue(name: str, flavor: str, pods: int) -> dict[str, Any]:
             "namespaceSelector": {},
             "resourceGroups": [
                 {
-                    "coveredResources": ["cpu", "memory", "pods"],
+                    "coveredResources": ["cpu", "memory", "ephemeral-storage", "pods"],
                     "flavors": [
                         {
                             "name": flavor,
                             "resources": [
                                 {"name": "cpu", "nominalQuota": "1000"},
                                 {"name": "memory", "nominalQuota": "10000Gi"},
+                                {"name": "ephemeral-storage", "nominalQuota": "100Ti"},
                                 {"name": "pods", "nominalQuota": pods},
                             ],
                         }
