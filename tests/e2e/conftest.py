@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -318,9 +319,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # --- real brokers (the `flux` marker) --------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def flux_plane(toolchain: Toolchain) -> Iterator[Any]:
-    """A control plane whose pods run for real (``fluxnodes.FluxPlane``), one per module."""
+@contextmanager
+def real_planes(toolchain: Toolchain, names: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """Control planes whose pods run for real (``fluxnodes.FluxPlane``), one per key of
+    ``names`` (a stack, say) named by its value (short: it names the node agent), started in
+    order and all stopped when the block ends; the test skips when the toolchain lacks what
+    they need or no Flux was built."""
     from fluxnodes import FluxPlane
     from realcli import require_flux
 
@@ -328,8 +332,21 @@ def flux_plane(toolchain: Toolchain) -> Iterator[Any]:
     if reason:
         pytest.skip(reason)
     prefix = require_flux(toolchain.bin).parent
-    with FluxPlane(toolchain.bin, prefix, "flux") as plane:
-        yield plane
+    planes: dict[str, FluxPlane] = {}
+    try:
+        for key, name in names.items():
+            planes[key] = FluxPlane(toolchain.bin, prefix, name).start()
+        yield planes
+    finally:
+        for plane in planes.values():
+            plane.stop()
+
+
+@pytest.fixture(scope="module")
+def flux_plane(toolchain: Toolchain) -> Iterator[Any]:
+    """A control plane whose pods run for real, one per module."""
+    with real_planes(toolchain, {"flux": "flux"}) as planes:
+        yield planes["flux"]
 
 
 @pytest.fixture(scope="module")

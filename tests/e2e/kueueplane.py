@@ -261,9 +261,9 @@ def resource_flavor(name: str, node_labels: dict[str, str], toleration_key: str)
 
 
 def cluster_queue(name: str, flavor: str, pods: int) -> dict[str, Any]:
-    """Quota for ``pods`` pods (one broker each); CPU, memory and node disk (the flux-view init container requests
-    1Gi) plentiful but covered (Kueue
-    refuses a Workload that requests a resource its ClusterQueue does not cover)."""
+    """Quota for ``pods`` pods (one broker each); CPU, memory and node disk (the flux-view init
+    container requests 1Gi) plentiful but covered (Kueue refuses a Workload that requests a
+    resource its ClusterQueue does not cover)."""
     return {
         "apiVersion": API,
         "kind": "ClusterQueue",

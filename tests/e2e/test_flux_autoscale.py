@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import Toolchain
 from fluxnodes import FluxPlane
 from kube import wait_until
-from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, changes_of, copy_project, new_certificate
 
 from flux_minicluster.core import autoscale
@@ -47,16 +45,6 @@ FLUX = (
     'flux=$(find /mnt/flux -maxdepth 4 -type f -path "*/bin/flux" | head -1); '
     'run() { "$flux" proxy "local://$sock" "$flux" "$@"; }; '
 )
-
-
-@pytest.fixture(scope="module")
-def flux_plane(toolchain: Toolchain) -> Iterator[FluxPlane]:
-    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
-    if reason:
-        pytest.skip(reason)
-    prefix = require_flux(toolchain.bin).parent
-    with FluxPlane(toolchain.bin, prefix, "elastic") as plane:
-        yield plane
 
 
 def elastic_document(**extra: Any) -> dict[str, Any]:

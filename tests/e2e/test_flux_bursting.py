@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Toolchain
+from conftest import Toolchain, real_planes
 from fluxnodes import FluxPlane, expand_hostlist, wait_job_complete
 from kube import wait_until
-from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
 
 pytestmark = pytest.mark.flux
@@ -61,14 +60,8 @@ def spec(name: str, size: int, container: dict[str, Any]) -> dict[str, Any]:
 def trio(
     toolchain: Toolchain, module_engine: Engine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Trio]:
-    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
-    if reason:
-        pytest.skip(reason)
-    prefix = require_flux(toolchain.bin).parent
-    planes: dict[str, FluxPlane] = {}
-    try:
-        for name in (ROOT, *BURSTS):
-            planes[name] = FluxPlane(toolchain.bin, prefix, name.split("-")[0]).start()
+    names = {stack: stack.split("-")[0] for stack in (ROOT, *BURSTS)}
+    with real_planes(toolchain, names) as planes:
         project = copy_project(tmp_path_factory.mktemp("flux-bursting") / "project")
         stacks = {}
         for name, plane in planes.items():
@@ -93,9 +86,6 @@ def trio(
                 {"wait": "none", "spec": spec(burst, 2, {"environment": env})},
             )
         yield Trio(planes, stacks, module_engine, project)
-    finally:
-        for plane in planes.values():
-            plane.stop()
 
 
 def test_six_brokers_of_three_clusters_form_one_instance(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import Toolchain
+from conftest import Toolchain, real_planes
 from fluxnodes import FluxPlane
 from kube import condition, job
 from kueueplane import (
@@ -29,7 +29,6 @@ from kueueplane import (
     resource_flavor,
     status,
 )
-from realcli import require_flux
 from stackrun import Engine, copy_project
 
 pytestmark = [pytest.mark.flux, pytest.mark.needs("kueue")]
@@ -42,8 +41,11 @@ QUEUE = "hpc"
 
 @pytest.fixture(scope="module")
 def plane_with_kueue(toolchain: Toolchain) -> Iterator[tuple[FluxPlane, Kueue]]:
-    prefix = require_flux(toolchain.bin).parent
-    with FluxPlane(toolchain.bin, prefix, "fluxq") as plane, Kueue(toolchain.bin, plane.cp) as k:
+    with (
+        real_planes(toolchain, {"fluxq": "fluxq"}) as planes,
+        Kueue(toolchain.bin, planes["fluxq"].cp) as k,
+    ):
+        plane = planes["fluxq"]
         plane.cp.kubectl("create", "namespace", NAMESPACE)
         k.apply(
             resource_flavor("agent-nodes", {"type": "agent"}, "e2e.flux-minicluster/queued"),

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Toolchain
+from conftest import Toolchain, real_planes
 from fluxnodes import FluxPlane, expand_hostlist, wait_job_complete
 from kube import wait_until
-from realcli import require_flux
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
 
 pytestmark = pytest.mark.flux
@@ -77,14 +76,8 @@ def burst_spec(round_: str) -> dict[str, Any]:
 def pair(
     toolchain: Toolchain, module_engine: Engine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Pair]:
-    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
-    if reason:
-        pytest.skip(reason)
-    prefix = require_flux(toolchain.bin).parent
-    planes: dict[str, FluxPlane] = {}
-    try:
-        for name in (ROOT, BURST):
-            planes[name] = FluxPlane(toolchain.bin, prefix, name.split("-")[0]).start()
+    names = {stack: stack.split("-")[0] for stack in (ROOT, BURST)}
+    with real_planes(toolchain, names) as planes:
         project = copy_project(tmp_path_factory.mktemp("lead-source") / "project")
         stacks = {
             name: module_engine.stack(
@@ -103,9 +96,6 @@ def pair(
             f"{PREFIX}:bursting.sourceRanges", [f"10.253.{burst_agent.index}.0/24"]
         )
         yield Pair(planes[ROOT], planes[BURST], stacks)
-    finally:
-        for plane in planes.values():
-            plane.stop()
 
 
 def lead_drops(pair: Pair, lead: str) -> int:
