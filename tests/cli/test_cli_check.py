@@ -125,3 +125,25 @@ def test_check_json_for_ci_has_the_verdict_and_every_violation(tmp_path: Path) -
     assert ("curve-cert-in-secret", "mandatory", "ConfigMap/hpc/leaky") in found
     assert ("no-privileged", "mandatory", "Pod/hpc/app") in found
     assert all(v["remediation"] for v in report["violations"])
+
+
+def test_a_persistent_cluster_rendered_for_kubectl_passes_its_check(tmp_path: Path) -> None:
+    """`render FILE -d` then `check DIR`, the GitOps recipe, for a cluster that never completes:
+    the files carry no Pulumi await (kubectl awaits nothing), so the rule about `pulumi up`'s
+    await does not judge them; the same Job handed to the engine without one is refused."""
+    from flux_minicluster.policy import checker
+
+    spec = Path(__file__).parents[2] / "examples" / "interactive.yaml"
+    rendered = minicluster("render", str(spec), "-d", str(tmp_path / "out"), cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
+    result = minicluster("check", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "not applied to the 5 object(s) read from files: persistent-no-hang" in result.stderr
+    objects = [
+        o
+        for f in sorted((tmp_path / "out").glob("*.yaml"))
+        for o in yaml.safe_load_all(f.read_text())
+        if o
+    ]
+    as_an_engine_sees_them = checker.check(objects)
+    assert [v.policy for v in as_an_engine_sees_them.mandatory] == ["persistent-no-hang"]

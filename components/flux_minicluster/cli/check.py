@@ -25,6 +25,7 @@ from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.spec import KIND
 from flux_minicluster.deploy import awaiting
 from flux_minicluster.policy import checker
+from flux_minicluster.policy.rules import ALL_RULES
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
     found: list[Any] = checker.load_manifests(args.paths, notes) if args.paths else []
     for note in notes:
         print(note, file=sys.stderr)
-    manifests = [m for doc in found for m in _objects(doc)]
+    manifests: list[Any] = []
+    as_is: list[int] = []  # objects read from files, applied as they are (no Pulumi awaits)
+    for doc in found:
+        objects, rendered = _objects(doc)
+        if not rendered:
+            as_is += range(len(manifests), len(manifests) + len(objects))
+        manifests += objects
     if args.paths and not manifests:
         raise SpecError(
             Problem(
@@ -46,7 +53,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.stack:
         manifests += _render_stacks(args.stack)
-    report = checker.check(manifests, config)
+    report = checker.check(manifests, config, applied_as_is=as_is)
+    skipped = [r.id for r in ALL_RULES if r.engine_only and r.id in report.policies]
+    if as_is and skipped:
+        print(
+            f"not applied to the {len(as_is)} object(s) read from files: {', '.join(skipped)} "
+            "(about the awaits of `pulumi up`; kubectl and GitOps apply files as they are)",
+            file=sys.stderr,
+        )
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -54,10 +68,11 @@ def run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _objects(document: Any) -> list[Any]:
-    """A manifest as it is; a MiniCluster document as the objects it renders to."""
+def _objects(document: Any) -> tuple[list[Any], bool]:
+    """A manifest as it is; a MiniCluster document as the objects it renders to, as the
+    component registers them (the second value says which)."""
     if not isinstance(document, dict) or document.get("kind") != KIND:
-        return [document]
+        return [document], False
     definition = parse(document)
     mc = plan.build(definition)
     warn(f"MiniCluster {mc.namespace}/{mc.name}", definition)
@@ -68,7 +83,8 @@ def _objects(document: Any) -> list[Any]:
     # As the component registers it (the rules are the policy pack's): with the deploy
     # annotations of its default wait.
     rendering = render(mc, text)
-    return replace(rendering, job=awaiting.registered_job(mc, rendering.job, "ready")).objects()
+    registered = replace(rendering, job=awaiting.registered_job(mc, rendering.job, "ready"))
+    return registered.objects(), True
 
 
 def _render_stacks(stacks: list[str]) -> list[Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,12 +205,19 @@ def check(
     manifests: Iterable[Mapping[str, Any]],
     config: Mapping[str, Any] | None = None,
     rules: Sequence[Rule] = ALL_RULES,
+    *,
+    applied_as_is: Collection[int] = (),
 ) -> Report:
     """Run every enabled rule over ``manifests`` with ``config`` (Pulumi's policy-config shape).
+
+    ``applied_as_is`` are the indexes of manifests read from files, which ``kubectl apply`` or a
+    GitOps tool applies as they are: rules about the Pulumi engine's awaits
+    (``Rule.engine_only``) do not judge them.
 
     Raises ``SpecError`` for a config that names an unknown policy, option or level.
     """
     objects = [mf.normalize(m) for m in manifests]
+    as_is = frozenset(applied_as_is)
     settings = cfg.validate(config, rules)
     position = {id(m): i for i, m in enumerate(objects)}
     found: list[tuple[int, int, Violation]] = []
@@ -224,7 +231,12 @@ def check(
         if rule.is_stack:
             findings = rule.check_stack(objects, options)
         else:
-            findings = [(m, msg) for m in objects for msg in rule.check_resource(m, options)]
+            findings = [
+                (m, msg)
+                for i, m in enumerate(objects)
+                if not (rule.engine_only and i in as_is)
+                for msg in rule.check_resource(m, options)
+            ]
         for obj, message in findings:
             where = len(objects) if obj is None else position.get(id(obj), len(objects))
             name = STACK if obj is None else mf.identity(obj)

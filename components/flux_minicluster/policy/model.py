@@ -75,7 +75,12 @@ class Option:
 
 @dataclass(frozen=True)
 class Rule:
-    """A policy: metadata plus exactly one of a resource check or a stack check."""
+    """A policy: metadata plus exactly one of a resource check or a stack check.
+
+    ``engine_only`` marks a rule about how the Pulumi engine deploys an object (its awaits):
+    it judges resources of a stack and MiniClusters checked as the component registers them, but
+    not manifests that are applied as they are (``kubectl apply``, GitOps), which no engine
+    awaits."""
 
     id: str
     description: str
@@ -84,12 +89,15 @@ class Rule:
     resource_check: ResourceCheck | None = None
     stack_check: StackCheck | None = None
     options: tuple[Option, ...] = field(default_factory=tuple)
+    engine_only: bool = False
 
     def __post_init__(self) -> None:
         if not _RULE_ID.match(self.id):
             raise ValueError(f"rule id {self.id!r} is not kebab-case")
         if (self.resource_check is None) == (self.stack_check is None):
             raise ValueError(f"rule {self.id} needs exactly one of resource_check, stack_check")
+        if self.engine_only and self.stack_check is not None:
+            raise ValueError(f"rule {self.id}: only a resource check can be engine_only")
         if ENFORCEMENT_KEY in {o.name for o in self.options}:
             raise ValueError(f"rule {self.id}: {ENFORCEMENT_KEY} is not an option name")
 

@@ -427,6 +427,7 @@ PERSISTENT_NO_HANG = Rule(
         f"{lbl.WAIT_FOR_ANNOTATION}: 'jsonpath={{.status.ready}}=<size>' to wait for ready pods."
     ),
     resource_check=check_persistent_no_hang,
+    engine_only=True,
 )
 
 HEADLESS_PUBLISHES_NOT_READY = Rule(
