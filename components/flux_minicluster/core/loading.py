@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from flux_minicluster.core import documents, yamlio
+from flux_minicluster.core import documents, layout, placeholders, yamlio
 from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.spec import (
@@ -23,7 +23,10 @@ from flux_minicluster.core.spec import (
     API_VERSION_V1ALPHA1,
     KIND,
     VERSION_CONTEXT,
+    BurstedCluster,
+    Bursting,
     Container,
+    FluxBroker,
     Metadata,
     MiniClusterSpec,
 )
@@ -42,7 +45,15 @@ _STAND_IN_NAME = "minicluster"
 # The "version" of a spec given as the internal model itself (the component takes one).
 _INTERNAL = "internal"
 
-__all__ = ["load_file", "load_one", "load_text", "parse", "revalidate", "with_lead_address"]
+__all__ = [
+    "load_file",
+    "load_one",
+    "load_text",
+    "parse",
+    "revalidate",
+    "with_deferred_group",
+    "with_lead_address",
+]
 
 
 def parse(
@@ -267,6 +278,34 @@ def with_lead_address(spec: MiniClusterSpec, address: str) -> MiniClusterSpec:
         update={"lead_broker": lead.model_copy(update={"address": address})}
     )
     return spec.model_copy(update={"flux": spec.flux.model_copy(update={"bursting": bursting})})
+
+
+def with_deferred_group(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
+    """A burst stack's spec before its root's outputs are known: placeholders for its lead, and
+    itself (``name``, at its maxSize) as the one cluster it knows of.
+
+    The result passes the same validation as any bursted cluster; its plan writes the rank order
+    as placeholders (``MiniClusterPlan.rank_order_deferred``) until the group is known. A spec
+    that declares its own ``flux.bursting`` is refused: the group replaces it.
+    """
+    bursting = spec.flux.bursting
+    if bursting.lead_broker is not None or bursting.clusters or bursting.hostlist:
+        raise SpecError(
+            Problem(
+                "spec.flux.bursting",
+                "leave it out with burst_group: the group comes from the root's outputs",
+            )
+        )
+    group = Bursting(
+        lead_broker=FluxBroker(
+            address=placeholders.LEAD_ADDRESS,
+            name=placeholders.LEAD_NAME,
+            size=1,
+            port=layout.BROKER_PORT,
+        ),
+        clusters=[BurstedCluster(name=name, size=spec.max_size)],
+    )
+    return spec.model_copy(update={"flux": spec.flux.model_copy(update={"bursting": group})})
 
 
 def load_text(

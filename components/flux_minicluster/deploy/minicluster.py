@@ -212,7 +212,7 @@ def expand(
     lead = _lead(prepared, secrets)
     replacements = {**secrets, **lead.replacements}
     children = _register(resource_name, prepared, lead, replacements, parent, keygen)
-    _publish(component, prepared.plan, children, lead, replacements)
+    _publish(component, prepared.plan, prepared.rendering, children, lead, replacements)
     return children
 
 
@@ -273,31 +273,33 @@ def _secret_values(
 class _Lead:
     """Where a cluster's lead is: its own rank 0, or the lead broker a bursted cluster joins."""
 
-    rendering: Rendering
-    """The rendering, with a burst group's rank order filled in."""
     hostlist: pulumi.Input[str]
     host: pulumi.Input[str]
     gate: pulumi.Output[Any] | None
     """A burst's checked group: no object may be created for a cluster its root does not
     declare."""
     replacements: dict[str, pulumi.Output[str]]
-    """The lead's placeholders (its address and name) and their values."""
+    """The lead's placeholders (its address and name) and a deferred group's rank order, and
+    their values."""
+    rank_order: dict[str, pulumi.Output[str]]
+    """A deferred group's rank-order placeholders (``placeholders.RANK_ORDER``) and their values:
+    the Job's hash covers them, as it covers a known rank order."""
 
 
 def _lead(prepared: Prepared, secrets: Mapping[str, pulumi.Output[str]]) -> _Lead:
     """The lead substituted: ``lead_broker``'s address and, with ``burst_group``, the group."""
     plan = prepared.plan
     if prepared.lead_broker is None:
-        return _Lead(prepared.rendering, plan.hostlist, plan.names.lead_fqdn, None, {})
+        return _Lead(plan.hostlist, plan.names.lead_fqdn, None, {}, {})
     address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
     replacements = {placeholders.LEAD_ADDRESS: address}
     if prepared.burst_group is None:
         hostlist = outputs.substitute(plan.hostlist, {**secrets, **replacements})
-        return _Lead(prepared.rendering, hostlist, address, None, replacements)
+        return _Lead(hostlist, address, None, replacements, {})
     group = burstgroup.resolve(plan, prepared.burst_group, address)
-    replacements[placeholders.LEAD_NAME] = group.lead_name
-    rendering = burstgroup.apply(prepared.rendering, group)
-    return _Lead(rendering, group.hostlist, address, group.hostlist, replacements)
+    rank_order = {token: group[token] for token in placeholders.RANK_ORDER}
+    hostlist = group[placeholders.RANK_ORDER_HOSTLIST]
+    return _Lead(hostlist, address, hostlist, {**replacements, **group}, rank_order)
 
 
 def _register(
@@ -310,7 +312,7 @@ def _register(
 ) -> MiniClusterResources:
     """Every rendered object as its typed resource, in creation order, then the size patch."""
     plan = prepared.plan
-    rendering = lead.rendering
+    rendering = prepared.rendering
     before_job: list[pulumi.Resource] = [] if keygen is None else [keygen]
 
     def child(
@@ -413,7 +415,9 @@ def _job(
         ),
     )
     # An Output: a burst's Job holds text that is known once its root's is.
-    job_hash = pulumi.Output.from_input(job_registered).apply(_job_hash)
+    job_hash = pulumi.Output.from_input(outputs.substitute(job_registered, lead.rank_order)).apply(
+        _job_hash
+    )
     patch: k8s.batch.v1.JobPatch | None = None
     if plan.autoscale is None:
         # Unless autoscale owns the size: then the Job is created at ``size`` and its ignored
@@ -471,6 +475,7 @@ def _size_patch(
 def _publish(
     component: pulumi.ComponentResource,
     plan: plans.MiniClusterPlan,
+    rendering: Rendering,
     children: MiniClusterResources,
     lead: _Lead,
     replacements: Mapping[str, pulumi.Output[str]],
@@ -494,7 +499,7 @@ def _publish(
         "curve_cert": replacements[placeholders.CURVE_CERT],
         **_restful_outputs(plan, replacements),
         "queue": pulumi.Output.from_input(
-            lead.rendering.queue.queue if lead.rendering.queue is not None else None
+            rendering.queue.queue if rendering.queue is not None else None
         ),
         # The Job as the last await left it (the patches' outputs are the live Job).
         "status": pulumi.Output.all(
@@ -503,7 +508,7 @@ def _publish(
                 lambda spec: _plain({k: v for k, v in dict.items(spec or {}) if k != "template"})
             ),
             children.awaited.status.apply(_plain),
-        ).apply(lambda live: _live_status(plan, lead.rendering.job, *live)),
+        ).apply(lambda live: _live_status(plan, rendering.job, *live)),
     }
     for name, value in published.items():
         setattr(component, name, value)
@@ -653,7 +658,7 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
     if "autoscale" in args:
         definition = _with_autoscale(definition, args["autoscale"])
     if burst_group is not None:
-        definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
+        definition = revalidate(burstgroup.deferred(definition, _SOURCE), source=_SOURCE)
     try:
         kube_version = kubeversion.parse(args.get("kube_version", kubeversion.DEFAULT))
     except SpecError as err:
