@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, placeholders
+from flux_minicluster.core import layout, placeholders, validation
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.certificate import generate, parse, render
 from flux_minicluster.core.errors import SpecError
@@ -664,6 +664,25 @@ def test_a_burst_group_renders_what_a_spec_declaring_the_group_does(
     tokens = {token for _, token in placeholders.find(deferred.objects())}
     assert {*placeholders.RANK_ORDER, placeholders.LEAD_NAME} <= tokens
     assert deferred.entrypoint["data"][layout.BROKER_TOML] == placeholders.BROKER_TOML
+
+
+def test_a_burst_group_is_settled_before_the_rules_run_once(
+    run_pulumi: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[str] = []
+    rules = validation.check_semantics
+
+    def counted(mc: Any, **options: Any) -> Any:
+        checked.append(mc.name)
+        return rules(mc, **options)
+
+    monkeypatch.setattr(validation, "check_semantics", counted)
+    deploy(
+        run_pulumi,
+        {"spec": group_member(), "lead_broker": LEAD_ADDRESS, "burst_group": GROUP,
+         "curve_cert": CERT},
+    )  # fmt: skip
+    assert checked == ["flux-burst-eks"]
 
 
 def test_a_group_that_does_not_declare_the_burst_fails_naming_it(run_pulumi: Run) -> None:

@@ -29,6 +29,7 @@ from flux_minicluster.core import (
 from flux_minicluster.core.autoscale import Autoscale
 from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
+from flux_minicluster.core.loading import has_deferred_group
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
@@ -294,7 +295,7 @@ def build(
     user = (
         brokerconfig.read(spec.flux.broker_config) if spec.flux.broker_config is not None else None
     )
-    deferred = _rank_order_deferred(spec)
+    deferred = has_deferred_group(spec)
     entries = () if deferred else tuple(_host_entries(definition))
     role = _role(spec)
     mode = _mode(spec, spec.containers[flux_index])
@@ -414,13 +415,6 @@ def _quorum(spec: MiniClusterSpec) -> int | None:
     if spec.size != spec.max_size or root_of_bursts:
         return spec.size
     return None
-
-
-def _rank_order_deferred(spec: MiniClusterSpec) -> bool:
-    """Whether the lead's name is the placeholder: the group, and so the rank order, which names
-    the lead's ranks and every cluster, comes from the root's outputs at deploy time."""
-    lead = spec.flux.bursting.lead_broker
-    return lead is not None and lead.name == placeholders.LEAD_NAME
 
 
 def _burst_group(spec: MiniClusterSpec, name: str) -> str | None:

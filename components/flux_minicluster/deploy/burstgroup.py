@@ -23,14 +23,12 @@ import pulumi
 
 from flux_minicluster.core import jsonvalues, names, placeholders
 from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.loading import with_deferred_group
 from flux_minicluster.core.render import broker
 from flux_minicluster.core.spec import BurstedCluster, FluxBroker
 from flux_minicluster.core.validation import burst_membership_problem
 
-__all__ = ["BurstClusterArgs", "BurstGroupArgs", "deferred", "resolve"]
+__all__ = ["BurstClusterArgs", "BurstGroupArgs", "resolve"]
 
 _WHERE = "burst_group"
 
@@ -51,16 +49,6 @@ class BurstGroupArgs(TypedDict):
     """The port the lead's rank 0 is reached on from outside its cluster."""
     clusters: list[BurstClusterArgs]
     """Every cluster the root bursts to, in rank order; this one must be among them."""
-
-
-def deferred(definition: MiniClusterDefinition, source: str) -> MiniClusterDefinition:
-    """The burst with its group deferred (``loading.with_deferred_group``); ``source`` names the
-    argument in an error. The caller validates the result (once, with everything else)."""
-    try:
-        spec = with_deferred_group(definition.spec, definition.name)
-    except SpecError as err:
-        raise err.with_source(source) from None
-    return definition.with_spec(spec)
 
 
 def resolve(

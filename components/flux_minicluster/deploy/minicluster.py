@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypedDict, TypeVar
@@ -39,7 +39,13 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core import status as live_status
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
-from flux_minicluster.core.loading import parse, revalidate, with_lead_address
+from flux_minicluster.core.loading import (
+    has_deferred_group,
+    parse,
+    revalidate,
+    with_deferred_group,
+    with_lead_address,
+)
 from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
@@ -654,11 +660,16 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
     lead_placeholder = (
         placeholders.LEAD_ADDRESS if lead_broker is not None and burst_group is None else None
     )
-    definition = _definition(resource_name, args["spec"], args, lead_placeholder)
+    # With burst_group the group is deferred to it before the cross-field rules run (once).
+    settle = _defer_group if burst_group is not None else None
+    definition = _definition(resource_name, args["spec"], args, lead_placeholder, settle)
+    if burst_group is None and has_deferred_group(definition.spec):
+        raise SpecError(
+            Problem("burst_group", "required: the spec defers its group to its root's outputs"),
+            source=_SOURCE,
+        )
     if "autoscale" in args:
         definition = _with_autoscale(definition, args["autoscale"])
-    if burst_group is not None:
-        definition = revalidate(burstgroup.deferred(definition, _SOURCE), source=_SOURCE)
     try:
         kube_version = kubeversion.parse(args.get("kube_version", kubeversion.DEFAULT))
     except SpecError as err:
@@ -719,15 +730,33 @@ def _with_autoscale(definition: MiniClusterDefinition, value: Any) -> MiniCluste
     )
 
 
+def _defer_group(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
+    """``loading.with_deferred_group``, once: a stack program's definition may have it already."""
+    return spec if has_deferred_group(spec) else with_deferred_group(spec, name)
+
+
 def _definition(
-    resource_name: str, spec: Any, args: Mapping[str, Any], lead_address: str | None
+    resource_name: str,
+    spec: Any,
+    args: Mapping[str, Any],
+    lead_address: str | None,
+    settle: Callable[[MiniClusterSpec, str], MiniClusterSpec] | None,
 ) -> MiniClusterDefinition:
-    """The validated MiniCluster, parsed exactly once from whatever form ``spec`` takes."""
+    """The validated MiniCluster, parsed exactly once from whatever form ``spec`` takes, with
+    ``settle`` (a burst's deferred group) made before the cross-field rules run."""
     name, namespace = args.get("name"), args.get("namespace")
     if isinstance(spec, MiniClusterDefinition):
         given: MiniClusterDefinition = spec
+        changed = given.spec
         if lead_address is not None:
-            given = revalidate(given.with_spec(with_lead_address(given.spec, lead_address)))
+            changed = with_lead_address(changed, lead_address)
+        if settle is not None:
+            try:
+                changed = settle(changed, given.name)
+            except SpecError as err:
+                raise err.with_source(_SOURCE) from None
+        if changed is not given.spec:  # validated already, unless changed here
+            given = revalidate(given.with_spec(changed), source=_SOURCE)
         if name is not None or namespace is not None:
             raise SpecError(
                 Problem(
@@ -740,7 +769,11 @@ def _definition(
         return given
     if isinstance(spec, MiniClusterSpec):
         return parse(
-            spec, name=name or resource_name, namespace=namespace, lead_address=lead_address
+            spec,
+            name=name or resource_name,
+            namespace=namespace,
+            lead_address=lead_address,
+            settle=settle,
         )
     source = ""
     if isinstance(spec, str) and "\n" in spec:
@@ -770,6 +803,7 @@ def _definition(
         namespace=namespace,
         source=source,
         lead_address=lead_address,
+        settle=settle,
     )
     written = metadata.get("namespace")
     if namespace is not None and written not in (None, namespace):
