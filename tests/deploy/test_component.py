@@ -26,6 +26,7 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core.certificate import generate, parse, render
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse as parse_definition
+from flux_minicluster.core.loading import with_deferred_group
 from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
@@ -335,6 +336,18 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
             "lead_broker: must be one IPv4 address or DNS name",
         ),
         ({"spec": document(), "lead_broker": "x.org"}, "spec.flux.bursting.leadBroker: required"),
+        (
+            {
+                "spec": document(flux={"bursting": {"clusters": [{"name": "b", "size": 1}]}}),
+                "lead_broker": "x.org",
+                "burst_group": {},
+            },
+            "spec.flux.bursting: leave it out: a burst's group comes from its root's outputs",
+        ),
+        (
+            {"spec": parse_definition(document(), settle=with_deferred_group)},
+            "burst_group: required: the spec defers its group to its root's outputs",
+        ),
         (
             {
                 "spec": {
