@@ -21,11 +21,12 @@ import pytest
 import yaml
 
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, placeholders
+from flux_minicluster.core import layout, placeholders, validation
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.certificate import generate, parse, render
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse as parse_definition
+from flux_minicluster.core.loading import with_deferred_group
 from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
@@ -337,6 +338,18 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
         ({"spec": document(), "lead_broker": "x.org"}, "spec.flux.bursting.leadBroker: required"),
         (
             {
+                "spec": document(flux={"bursting": {"clusters": [{"name": "b", "size": 1}]}}),
+                "lead_broker": "x.org",
+                "burst_group": {},
+            },
+            "spec.flux.bursting: leave it out: a burst's group comes from its root's outputs",
+        ),
+        (
+            {"spec": parse_definition(document(), settle=with_deferred_group)},
+            "burst_group: required: the spec defers its group to its root's outputs",
+        ),
+        (
+            {
                 "spec": {
                     **document(),
                     "apiVersion": "flux-framework.org/v1alpha1",
@@ -613,3 +626,83 @@ def test_the_lead_broker_address_fills_the_broker_config(
 def test_a_bad_lead_broker_output_fails_naming_it(run_pulumi: Run) -> None:
     with pytest.raises(ValueError, match="lead_broker: the lead broker address must be"):
         deploy(run_pulumi, {"spec": bursted(), "lead_broker": pulumi.Output.from_input("a,b")})
+
+
+# --- a burst whose group comes from its root's outputs ------------------------------------------
+
+GROUP = {
+    "lead_name": "flux-root",
+    "lead_size": 3,
+    "lead_port": 30093,
+    "clusters": [{"name": "other-burst", "size": 2}, {"name": "flux-burst-eks", "size": 2}],
+}
+
+
+def group_member() -> Any:
+    """bursting-child.yaml without its group: the burst_group argument brings it."""
+    doc = bursted()
+    del doc["spec"]["flux"]["bursting"]
+    return doc
+
+
+@pytest.mark.parametrize("as_output", [False, True], ids=["plain", "output"])
+def test_a_burst_group_renders_what_a_spec_declaring_the_group_does(
+    run_pulumi: Run, as_output: bool
+) -> None:
+    group: Any = pulumi.Output.from_input(GROUP) if as_output else GROUP
+    run = deploy(
+        run_pulumi,
+        {"spec": group_member(), "lead_broker": LEAD_ADDRESS, "burst_group": group,
+         "curve_cert": CERT},
+    )  # fmt: skip
+    # The same group written into the spec, the lead's address the real one.
+    declared = group_member()
+    declared["spec"]["flux"]["bursting"] = {
+        "leadBroker": {"address": LEAD_ADDRESS, "name": "flux-root", "size": 3, "port": 30093},
+        "clusters": GROUP["clusters"],
+    }
+    plan = plans.build(parse_definition(declared))
+    expected = expected_registration(
+        rendering.render(plan, CERT).objects(), job_annotations(plan, "ready")
+    )
+    registered = kube(run)
+    assert sorted(registered) == sorted(expected)
+    for key, resource in registered.items():
+        assert plain(resource.inputs) == expected[key], key
+    assert run.exports["hostlist"].value == (
+        f"{LEAD_ADDRESS},flux-root-[1-2],other-burst-[0-1],flux-burst-eks-[0-1]"
+    )
+    # Until the group is known, the component's rendering holds placeholders where its text goes.
+    deferred = run.result.rendering
+    tokens = {token for _, token in placeholders.find(deferred.objects())}
+    assert {*placeholders.RANK_ORDER, placeholders.LEAD_NAME} <= tokens
+    assert deferred.entrypoint["data"][layout.BROKER_TOML] == placeholders.BROKER_TOML
+
+
+def test_a_burst_group_is_settled_before_the_rules_run_once(
+    run_pulumi: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[str] = []
+    rules = validation.check_semantics
+
+    def counted(mc: Any, **options: Any) -> Any:
+        checked.append(mc.name)
+        return rules(mc, **options)
+
+    monkeypatch.setattr(validation, "check_semantics", counted)
+    deploy(
+        run_pulumi,
+        {"spec": group_member(), "lead_broker": LEAD_ADDRESS, "burst_group": GROUP,
+         "curve_cert": CERT},
+    )  # fmt: skip
+    assert checked == ["flux-burst-eks"]
+
+
+def test_a_group_that_does_not_declare_the_burst_fails_naming_it(run_pulumi: Run) -> None:
+    group = {**GROUP, "clusters": [{"name": "other-burst", "size": 2}]}
+    with pytest.raises(ValueError, match=r"burst_group\.clusters: must list this bursted cluster"):
+        deploy(
+            run_pulumi,
+            {"spec": group_member(), "lead_broker": LEAD_ADDRESS, "burst_group": group,
+             "curve_cert": CERT},
+        )  # fmt: skip

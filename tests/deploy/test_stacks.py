@@ -13,7 +13,7 @@ import yaml
 
 from flux_minicluster import kubecheck
 from flux_minicluster.cli.demo import schema_problems
-from flux_minicluster.core import hostlist, labels, layout
+from flux_minicluster.core import hostlist, labels, layout, validation
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.deploy import project, stackrender
 from flux_minicluster.deploy.recorder import (
@@ -391,3 +391,25 @@ def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_pat
     assert labels.SKIP_AWAIT_ANNOTATION in added.pop("Job")
     assert added
     assert all(keys == {DELETION_PROPAGATION_ANNOTATION} for keys in added.values())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_cross_field_rules_run_once_per_stack(
+    rendered: dict[str, stackrender.StackRendering],
+    stack: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A stack settles its role, a burst's group and its cloud's defaults before the one parse
+    # (StackConfig.settle), and the component takes the parsed definition as it is: the rules
+    # (validation.check_semantics, the one function that runs them all) see each stack once.
+    checked: list[str] = []
+    rules = validation.check_semantics
+
+    def counted(mc: Any, **options: Any) -> Any:
+        checked.append(mc.name)
+        return rules(mc, **options)
+
+    monkeypatch.setattr(validation, "check_semantics", counted)
+    run = _run(_config(stack), _root_outputs(rendered))
+    (job,) = [r for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
+    assert checked == [plain(job.inputs)["metadata"]["name"]]

@@ -8,14 +8,14 @@ derives from one is computed once, in ``plan``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from flux_minicluster.core import documents, yamlio
+from flux_minicluster.core import documents, layout, placeholders, validation, yamlio
 from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.spec import (
@@ -23,16 +23,14 @@ from flux_minicluster.core.spec import (
     API_VERSION_V1ALPHA1,
     KIND,
     VERSION_CONTEXT,
+    BurstedCluster,
+    Bursting,
     Container,
+    FluxBroker,
     Metadata,
     MiniClusterSpec,
 )
-from flux_minicluster.core.validation import (
-    UnvalidatedField,
-    check_semantics,
-    lenient_spec,
-    translate_errors,
-)
+from flux_minicluster.core.validation import UnvalidatedField, lenient_spec, translate_errors
 
 if TYPE_CHECKING:
     from flux_minicluster.core import v1alpha1
@@ -42,7 +40,16 @@ _STAND_IN_NAME = "minicluster"
 # The "version" of a spec given as the internal model itself (the component takes one).
 _INTERNAL = "internal"
 
-__all__ = ["load_file", "load_one", "load_text", "parse", "revalidate", "with_lead_address"]
+__all__ = [
+    "has_deferred_group",
+    "load_file",
+    "load_one",
+    "load_text",
+    "parse",
+    "revalidate",
+    "with_deferred_group",
+    "with_lead_address",
+]
 
 
 def parse(
@@ -53,6 +60,7 @@ def parse(
     source: str = "",
     lead_address: str | None = None,
     default_namespace: str | None = None,
+    settle: Callable[[MiniClusterSpec, str], MiniClusterSpec] | None = None,
 ) -> MiniClusterDefinition:
     """Validate an operator document, a bare spec mapping or a spec model; raise SpecError.
 
@@ -61,8 +69,11 @@ def parse(
     component argument) and take precedence over ``metadata``. ``default_namespace`` is kubectl's
     ``-n``: the namespace of a document that names none, and an error for one that names another.
     ``lead_address`` is a bursted cluster's lead address supplied apart from the spec (it replaces
-    ``flux.bursting.leadBroker.address``). Every problem is reported at once: a missing name does
-    not hide the spec's own problems.
+    ``flux.bursting.leadBroker.address``). ``settle`` is the deployer's change to the typed spec
+    and its name (a stack's role and cloud defaults): made before the cross-field rules run, so
+    that they run once, on the spec that is deployed; a SpecError it raises is reported with the
+    document's other problems. Every problem is reported at once: a missing name does not hide
+    the spec's own problems.
     """
     problems: list[Problem] = []
     metadata = Metadata()
@@ -146,6 +157,11 @@ def parse(
             problems += err.problems
         except UnvalidatedField:  # the lenient spec's leadBroker did not validate
             pass
+    if spec is not None and settle is not None and not lenient:
+        try:
+            spec = settle(spec, resolved_name or _STAND_IN_NAME)
+        except SpecError as err:
+            problems += err.problems
     # The cross-field rules need a name; without one, a stand-in lets them report the rest. They
     # run whatever else is wrong (the header, metadata): every problem in one pass.
     definition: MiniClusterDefinition | None = None
@@ -160,7 +176,7 @@ def parse(
         )
         problems += [
             p
-            for p in check_semantics(definition, lenient=lenient)
+            for p in validation.check_semantics(definition, lenient=lenient)
             if resolved_name or p.path != "metadata.name"
         ]
     if problems or lenient or definition is None or not resolved_name:
@@ -267,6 +283,42 @@ def with_lead_address(spec: MiniClusterSpec, address: str) -> MiniClusterSpec:
         update={"lead_broker": lead.model_copy(update={"address": address})}
     )
     return spec.model_copy(update={"flux": spec.flux.model_copy(update={"bursting": bursting})})
+
+
+def with_deferred_group(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
+    """A burst stack's spec before its root's outputs are known: placeholders for its lead, and
+    itself (``name``, at its maxSize) as the one cluster it knows of.
+
+    The result passes the same validation as any bursted cluster; its plan writes the rank order
+    as placeholders (``MiniClusterPlan.rank_order_deferred``) until the group is known. A spec
+    that declares its own ``flux.bursting`` is refused: the group replaces it.
+    """
+    bursting = spec.flux.bursting
+    if bursting.lead_broker is not None or bursting.clusters or bursting.hostlist:
+        raise SpecError(
+            Problem(
+                "spec.flux.bursting",
+                "leave it out: a burst's group comes from its root's outputs (burst_group, a burst "
+                "stack's StackReference)",
+            )
+        )
+    group = Bursting(
+        lead_broker=FluxBroker(
+            address=placeholders.LEAD_ADDRESS,
+            name=placeholders.LEAD_NAME,
+            size=1,
+            port=layout.BROKER_PORT,
+        ),
+        clusters=[BurstedCluster(name=name, size=spec.max_size)],
+    )
+    return spec.model_copy(update={"flux": spec.flux.model_copy(update={"bursting": group})})
+
+
+def has_deferred_group(spec: MiniClusterSpec) -> bool:
+    """Whether ``spec`` is a burst's with its group deferred (``with_deferred_group``): its lead's
+    name is the placeholder, so the rank order, which names the lead's ranks, is not known."""
+    lead = spec.flux.bursting.lead_broker
+    return lead is not None and lead.name == placeholders.LEAD_NAME
 
 
 def load_text(
@@ -398,7 +450,7 @@ def revalidate(definition: MiniClusterDefinition, *, source: str = "") -> MiniCl
     The stack program derives a root's or a burst's spec from the user's with ``model_copy``, which
     runs no validator: the cross-field rules must see the result before anything uses it.
     """
-    problems = check_semantics(definition)
+    problems = validation.check_semantics(definition)
     if problems:
         raise SpecError(problems, source=source)
     return definition

@@ -13,6 +13,12 @@ has ``metadata``/``curve`` sections) or a Z85 key (40 characters from a wider al
 tokens are lowercase letters only, because they stand where a DNS name goes (a hostlist, a label
 value, broker.toml), must pass the same checks as the real value, and contain no digit that the
 hostlist compressor could split.
+
+A burst stack's rank order (broker.toml, the hostlist and their digest on the pod template) is
+known only once its root's outputs are: the plan of such a burst says so
+(``MiniClusterPlan.rank_order_deferred``), the renderer writes the ``RANK_ORDER`` tokens where
+that text goes, and ``render.broker.rank_order_values`` writes the text for each token once the
+group is known, with the same functions that write a known rank order.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ from typing import Any, Final
 
 __all__ = [
     "ALL",
+    "BROKER_CONFIG_HASH",
+    "BROKER_TOML",
     "CURVE_CERT",
     "CURVE_PUBLIC_KEY",
     "LEAD_ADDRESS",
     "LEAD_NAME",
     "MUNGE_KEY",
+    "RANK_ORDER",
+    "RANK_ORDER_HOSTLIST",
     "RESTFUL_SECRET_KEY",
     "RESTFUL_TOKEN",
     "find",
@@ -42,6 +52,13 @@ CURVE_PUBLIC_KEY: Final = "MINICLUSTER_PLACEHOLDER_CURVE_PUBLIC_KEY"
 LEAD_ADDRESS: Final = "fluxminiclusterleadaddress"
 # A bursted cluster's lead MiniCluster name, when it comes from the root stack's outputs.
 LEAD_NAME: Final = "fluxminiclusterleadname"
+
+# A burst's rank order while its group is not known: broker.toml (a ConfigMap value), the
+# hostlist (without the file's final newline) and the broker-config digest (a pod annotation).
+BROKER_TOML: Final = "MINICLUSTER_PLACEHOLDER_BROKER_TOML"
+RANK_ORDER_HOSTLIST: Final = "MINICLUSTER_PLACEHOLDER_RANK_ORDER_HOSTLIST"
+BROKER_CONFIG_HASH: Final = "MINICLUSTER_PLACEHOLDER_BROKER_CONFIG_HASH"
+RANK_ORDER: Final = (BROKER_TOML, RANK_ORDER_HOSTLIST, BROKER_CONFIG_HASH)
 
 # v1alpha1's secrets derived from the certificate (core/credentials.py), while it is an Output.
 RESTFUL_TOKEN: Final = "MINICLUSTER_PLACEHOLDER_RESTFUL_TOKEN"
@@ -60,6 +77,7 @@ ALL: Final = (
     CURVE_PUBLIC_KEY,
     LEAD_ADDRESS,
     LEAD_NAME,
+    *RANK_ORDER,
     RESTFUL_TOKEN,
     RESTFUL_SECRET_KEY,
     MUNGE_KEY,

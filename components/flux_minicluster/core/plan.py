@@ -18,10 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import brokerconfig, completion, hostlist, kubeversion, layout
+from flux_minicluster.core import (
+    brokerconfig,
+    completion,
+    hostlist,
+    kubeversion,
+    layout,
+    placeholders,
+)
 from flux_minicluster.core.autoscale import Autoscale
 from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
+from flux_minicluster.core.loading import has_deferred_group
 from flux_minicluster.core.spec import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
@@ -168,6 +176,11 @@ class MiniClusterPlan:
     """Broker quorum, or None for Flux's default of every rank."""
     burst_group: str | None
     """The bursting group this cluster belongs to (the lead's name), None when it has none."""
+    rank_order_deferred: bool
+    """A burst whose group comes from its root's outputs at deploy time
+    (``loading.with_deferred_group``): its rank order is not known yet, so ``host_entries`` is
+    empty, ``hostlist`` is ``placeholders.RANK_ORDER_HOSTLIST`` and the renderer writes the
+    ``placeholders.RANK_ORDER`` tokens; ``with_burst_group`` gives the plan with the group."""
     network_policy: bool
     """Whether the MiniCluster wants its NetworkPolicy (its metadata may opt out)."""
     kube_version: kubeversion.KubeVersion
@@ -282,10 +295,13 @@ def build(
     user = (
         brokerconfig.read(spec.flux.broker_config) if spec.flux.broker_config is not None else None
     )
-    entries = tuple(_host_entries(definition))
+    deferred = has_deferred_group(spec)
+    entries = () if deferred else tuple(_host_entries(definition))
     role = _role(spec)
     mode = _mode(spec, spec.containers[flux_index])
-    if user is not None and user.hosts:
+    if deferred:
+        hosts = placeholders.RANK_ORDER_HOSTLIST
+    elif user is not None and user.hosts:
         # R is encoded from this hostlist: it must name the ranks the brokers bootstrap with.
         hosts = ",".join(user.hosts)
     else:
@@ -301,6 +317,7 @@ def build(
         hostlist=hosts,
         quorum=_quorum(spec),
         burst_group=_burst_group(spec, definition.name),
+        rank_order_deferred=deferred,
         network_policy=definition.annotations.get(NETWORK_POLICY_ANNOTATION) != "false",
         operator_volumes=tuple(
             OperatorVolumePlan(key, volume, names.persistent_volume(key), names.claim(key))
@@ -495,14 +512,22 @@ def with_burst_group(
     plan: MiniClusterPlan, lead: FluxBroker, clusters: Sequence[BurstedCluster]
 ) -> MiniClusterPlan:
     """A bursted cluster's plan once its group is known (a burst stack reads it from its root's
-    outputs when it deploys): the group's rank order and hostlist, and the lead's name as the
-    group, in place of the ones planned with placeholders."""
-    entries = tuple(group_host_entries(lead, clusters, plan.spec.size))
+    outputs when it deploys): the group in its spec, the group's rank order and hostlist, and the
+    lead's name as the group, in place of the placeholders of a deferred plan
+    (``rank_order_deferred``). The group was checked where it was read; nothing else changes."""
+    spec = plan.spec
+    bursting = spec.flux.bursting.model_copy(
+        update={"lead_broker": lead, "clusters": list(clusters)}
+    )
+    grouped = spec.model_copy(update={"flux": spec.flux.model_copy(update={"bursting": bursting})})
+    entries = tuple(group_host_entries(lead, clusters, spec.size))
     return dataclasses.replace(
         plan,
+        definition=plan.definition.with_spec(grouped),
         host_entries=entries,
         hostlist=",".join(entry.host for entry in entries),
         burst_group=lead.name,
+        rank_order_deferred=False,
     )
 
 

@@ -4,9 +4,11 @@ A burst stack reads its root's lead name and size, the lead's port and the list 
 root bursts to through a StackReference: Outputs. They change text inside the burst's objects
 (broker.toml's hosts, the ``hostlist`` file, the broker-config digest on the pod template, the
 burst-group label), never which objects exist: those follow from the burst's own name and size.
-So the component renders the burst once, with placeholders for the lead, registers every object
-(a preview shows them all), and fills the text in here once the root's values are known. The same
-core functions that write a known rank order write this one.
+So the core plans the burst with its group deferred (``loading.with_deferred_group``): the
+rendering carries a placeholder wherever the group's text goes, and every object is registered
+(a preview shows them all). Here the group's Outputs are resolved and checked, and the core
+writes each placeholder's text from them (``render.broker.rank_order_values``), which the
+component substitutes like any other placeholder.
 
 A cluster the root does not declare, or declares with another size, fails before any object is
 created: every object waits for the checked group.
@@ -15,22 +17,18 @@ created: every object waits for the checked group.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import pulumi
 
-from flux_minicluster.core import jsonvalues, layout, names, placeholders
-from flux_minicluster.core import labels as lbl
+from flux_minicluster.core import jsonvalues, names, placeholders
 from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render import broker
-from flux_minicluster.core.render.manifests import Rendering, broker_config_hash
-from flux_minicluster.core.spec import BurstedCluster, Bursting, FluxBroker
+from flux_minicluster.core.spec import BurstedCluster, FluxBroker
 from flux_minicluster.core.validation import burst_membership_problem
 
-__all__ = ["BurstClusterArgs", "BurstGroupArgs", "ResolvedGroup", "apply", "deferred", "resolve"]
+__all__ = ["BurstClusterArgs", "BurstGroupArgs", "resolve"]
 
 _WHERE = "burst_group"
 
@@ -53,93 +51,28 @@ class BurstGroupArgs(TypedDict):
     """Every cluster the root bursts to, in rank order; this one must be among them."""
 
 
-@dataclass(frozen=True)
-class ResolvedGroup:
-    """The burst's group-dependent text, each piece an Output that fails for a bad group."""
-
-    lead_name: pulumi.Output[str]
-    broker_toml: pulumi.Output[str]
-    hostlist: pulumi.Output[str]
-    config_hash: pulumi.Output[str]
-
-
-def deferred(definition: MiniClusterDefinition) -> MiniClusterDefinition:
-    """The burst with placeholders for its lead, and itself as the one cluster it knows of.
-
-    The result passes the same validation as any bursted cluster; only the group's text is left
-    to fill in. A spec that declares its own ``flux.bursting`` is refused: the group replaces it.
-    """
-    spec = definition.spec
-    bursting = spec.flux.bursting
-    if bursting.lead_broker is not None or bursting.clusters or bursting.hostlist:
-        raise SpecError(
-            Problem(
-                "spec.flux.bursting",
-                "leave it out with burst_group: the group comes from the root's outputs",
-            ),
-            source="MiniClusterArgs",
-        )
-    group = Bursting(
-        lead_broker=FluxBroker(
-            address=placeholders.LEAD_ADDRESS,
-            name=placeholders.LEAD_NAME,
-            size=1,
-            port=layout.BROKER_PORT,
-        ),
-        clusters=[BurstedCluster(name=definition.name, size=spec.max_size)],
-    )
-    flux = spec.flux.model_copy(update={"bursting": group})
-    return definition.with_spec(spec.model_copy(update={"flux": flux}))
-
-
 def resolve(
     plan: plans.MiniClusterPlan,
     group: pulumi.Input[BurstGroupArgs],
     address: pulumi.Output[str],
-) -> ResolvedGroup:
-    """The group-dependent text of the rendering once ``group`` and the lead ``address`` resolve:
-    written by the core from the plan with the group in it (``plan.with_burst_group``)."""
+) -> dict[str, pulumi.Output[str]]:
+    """The text of each of ``plan``'s group placeholders (``placeholders.RANK_ORDER`` and the
+    lead's name), once ``group`` and the lead ``address`` resolve and the group is checked:
+    written by the core (``broker.rank_order_values``). Each Output fails for a bad group."""
 
-    def texts(values: list[Any]) -> dict[str, str]:
-        lead_address, raw = values
+    def values(resolved: list[Any]) -> dict[str, str]:
+        lead_address, raw = resolved
         lead, clusters = _parse(raw, plan)
-        grouped = plans.with_burst_group(
+        return broker.rank_order_values(
             plan, lead.model_copy(update={"address": lead_address}), clusters
         )
-        hostlist = grouped.hostlist
-        broker_toml = broker.broker_toml(grouped)
-        return {
-            "lead_name": lead.name,
-            "broker_toml": broker_toml,
-            "hostlist": hostlist,
-            "config_hash": broker_config_hash(broker_toml, hostlist + "\n", lead_address),
-        }
 
-    resolved = pulumi.Output.all(address, group).apply(texts)
-    return ResolvedGroup(
-        lead_name=resolved.apply(lambda t: t["lead_name"]),
-        broker_toml=resolved.apply(lambda t: t["broker_toml"]),
-        hostlist=resolved.apply(lambda t: t["hostlist"]),
-        config_hash=resolved.apply(lambda t: t["config_hash"]),
-    )
+    texts = pulumi.Output.all(address, group).apply(values)
 
+    def text_of(token: str) -> pulumi.Output[str]:
+        return texts.apply(lambda t: t[token])
 
-def apply(rendering: Rendering, group: ResolvedGroup) -> Rendering:
-    """``rendering`` with the group's text in the ConfigMap and the Job's pod template."""
-    data = dict(rendering.entrypoint["data"])
-    data[layout.BROKER_TOML] = group.broker_toml
-    data[layout.HOSTLIST] = group.hostlist.apply(lambda hosts: hosts + "\n")
-    entrypoint = {**rendering.entrypoint, "data": data}
-    job = dict(rendering.job)
-    spec = dict(job["spec"])
-    template = dict(spec["template"])
-    metadata = dict(template["metadata"])
-    annotations = dict(metadata["annotations"])
-    annotations[lbl.BROKER_CONFIG_HASH_ANNOTATION] = group.config_hash
-    template["metadata"] = {**metadata, "annotations": annotations}
-    spec["template"] = template
-    job["spec"] = spec
-    return replace(rendering, entrypoint=entrypoint, job=job)
+    return {token: text_of(token) for token in (*placeholders.RANK_ORDER, placeholders.LEAD_NAME)}
 
 
 def _parse(raw: Any, plan: plans.MiniClusterPlan) -> tuple[FluxBroker, list[BurstedCluster]]:

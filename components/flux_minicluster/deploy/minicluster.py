@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypedDict, TypeVar
@@ -39,7 +39,13 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core import status as live_status
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
-from flux_minicluster.core.loading import parse, revalidate, with_lead_address
+from flux_minicluster.core.loading import (
+    has_deferred_group,
+    parse,
+    revalidate,
+    with_deferred_group,
+    with_lead_address,
+)
 from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
@@ -212,7 +218,7 @@ def expand(
     lead = _lead(prepared, secrets)
     replacements = {**secrets, **lead.replacements}
     children = _register(resource_name, prepared, lead, replacements, parent, keygen)
-    _publish(component, prepared.plan, children, lead, replacements)
+    _publish(component, prepared.plan, prepared.rendering, children, lead, replacements)
     return children
 
 
@@ -273,31 +279,33 @@ def _secret_values(
 class _Lead:
     """Where a cluster's lead is: its own rank 0, or the lead broker a bursted cluster joins."""
 
-    rendering: Rendering
-    """The rendering, with a burst group's rank order filled in."""
     hostlist: pulumi.Input[str]
     host: pulumi.Input[str]
     gate: pulumi.Output[Any] | None
     """A burst's checked group: no object may be created for a cluster its root does not
     declare."""
     replacements: dict[str, pulumi.Output[str]]
-    """The lead's placeholders (its address and name) and their values."""
+    """The lead's placeholders (its address and name) and a deferred group's rank order, and
+    their values."""
+    rank_order: dict[str, pulumi.Output[str]]
+    """A deferred group's rank-order placeholders (``placeholders.RANK_ORDER``) and their values:
+    the Job's hash covers them, as it covers a known rank order."""
 
 
 def _lead(prepared: Prepared, secrets: Mapping[str, pulumi.Output[str]]) -> _Lead:
     """The lead substituted: ``lead_broker``'s address and, with ``burst_group``, the group."""
     plan = prepared.plan
     if prepared.lead_broker is None:
-        return _Lead(prepared.rendering, plan.hostlist, plan.names.lead_fqdn, None, {})
+        return _Lead(plan.hostlist, plan.names.lead_fqdn, None, {}, {})
     address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
     replacements = {placeholders.LEAD_ADDRESS: address}
     if prepared.burst_group is None:
         hostlist = outputs.substitute(plan.hostlist, {**secrets, **replacements})
-        return _Lead(prepared.rendering, hostlist, address, None, replacements)
+        return _Lead(hostlist, address, None, replacements, {})
     group = burstgroup.resolve(plan, prepared.burst_group, address)
-    replacements[placeholders.LEAD_NAME] = group.lead_name
-    rendering = burstgroup.apply(prepared.rendering, group)
-    return _Lead(rendering, group.hostlist, address, group.hostlist, replacements)
+    rank_order = {token: group[token] for token in placeholders.RANK_ORDER}
+    hostlist = group[placeholders.RANK_ORDER_HOSTLIST]
+    return _Lead(hostlist, address, hostlist, {**replacements, **group}, rank_order)
 
 
 def _register(
@@ -310,7 +318,7 @@ def _register(
 ) -> MiniClusterResources:
     """Every rendered object as its typed resource, in creation order, then the size patch."""
     plan = prepared.plan
-    rendering = lead.rendering
+    rendering = prepared.rendering
     before_job: list[pulumi.Resource] = [] if keygen is None else [keygen]
 
     def child(
@@ -413,7 +421,9 @@ def _job(
         ),
     )
     # An Output: a burst's Job holds text that is known once its root's is.
-    job_hash = pulumi.Output.from_input(job_registered).apply(_job_hash)
+    job_hash = pulumi.Output.from_input(outputs.substitute(job_registered, lead.rank_order)).apply(
+        _job_hash
+    )
     patch: k8s.batch.v1.JobPatch | None = None
     if plan.autoscale is None:
         # Unless autoscale owns the size: then the Job is created at ``size`` and its ignored
@@ -471,6 +481,7 @@ def _size_patch(
 def _publish(
     component: pulumi.ComponentResource,
     plan: plans.MiniClusterPlan,
+    rendering: Rendering,
     children: MiniClusterResources,
     lead: _Lead,
     replacements: Mapping[str, pulumi.Output[str]],
@@ -494,7 +505,7 @@ def _publish(
         "curve_cert": replacements[placeholders.CURVE_CERT],
         **_restful_outputs(plan, replacements),
         "queue": pulumi.Output.from_input(
-            lead.rendering.queue.queue if lead.rendering.queue is not None else None
+            rendering.queue.queue if rendering.queue is not None else None
         ),
         # The Job as the last await left it (the patches' outputs are the live Job).
         "status": pulumi.Output.all(
@@ -503,7 +514,7 @@ def _publish(
                 lambda spec: _plain({k: v for k, v in dict.items(spec or {}) if k != "template"})
             ),
             children.awaited.status.apply(_plain),
-        ).apply(lambda live: _live_status(plan, lead.rendering.job, *live)),
+        ).apply(lambda live: _live_status(plan, rendering.job, *live)),
     }
     for name, value in published.items():
         setattr(component, name, value)
@@ -649,11 +660,16 @@ def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
     lead_placeholder = (
         placeholders.LEAD_ADDRESS if lead_broker is not None and burst_group is None else None
     )
-    definition = _definition(resource_name, args["spec"], args, lead_placeholder)
+    # With burst_group the group is deferred to it before the cross-field rules run (once).
+    settle = _defer_group if burst_group is not None else None
+    definition = _definition(resource_name, args["spec"], args, lead_placeholder, settle)
+    if burst_group is None and has_deferred_group(definition.spec):
+        raise SpecError(
+            Problem("burst_group", "required: the spec defers its group to its root's outputs"),
+            source=_SOURCE,
+        )
     if "autoscale" in args:
         definition = _with_autoscale(definition, args["autoscale"])
-    if burst_group is not None:
-        definition = revalidate(burstgroup.deferred(definition), source=_SOURCE)
     try:
         kube_version = kubeversion.parse(args.get("kube_version", kubeversion.DEFAULT))
     except SpecError as err:
@@ -714,15 +730,33 @@ def _with_autoscale(definition: MiniClusterDefinition, value: Any) -> MiniCluste
     )
 
 
+def _defer_group(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
+    """``loading.with_deferred_group``, once: a stack program's definition may have it already."""
+    return spec if has_deferred_group(spec) else with_deferred_group(spec, name)
+
+
 def _definition(
-    resource_name: str, spec: Any, args: Mapping[str, Any], lead_address: str | None
+    resource_name: str,
+    spec: Any,
+    args: Mapping[str, Any],
+    lead_address: str | None,
+    settle: Callable[[MiniClusterSpec, str], MiniClusterSpec] | None,
 ) -> MiniClusterDefinition:
-    """The validated MiniCluster, parsed exactly once from whatever form ``spec`` takes."""
+    """The validated MiniCluster, parsed exactly once from whatever form ``spec`` takes, with
+    ``settle`` (a burst's deferred group) made before the cross-field rules run."""
     name, namespace = args.get("name"), args.get("namespace")
     if isinstance(spec, MiniClusterDefinition):
         given: MiniClusterDefinition = spec
+        changed = given.spec
         if lead_address is not None:
-            given = revalidate(given.with_spec(with_lead_address(given.spec, lead_address)))
+            changed = with_lead_address(changed, lead_address)
+        if settle is not None:
+            try:
+                changed = settle(changed, given.name)
+            except SpecError as err:
+                raise err.with_source(_SOURCE) from None
+        if changed is not given.spec:  # validated already, unless changed here
+            given = revalidate(given.with_spec(changed), source=_SOURCE)
         if name is not None or namespace is not None:
             raise SpecError(
                 Problem(
@@ -735,7 +769,11 @@ def _definition(
         return given
     if isinstance(spec, MiniClusterSpec):
         return parse(
-            spec, name=name or resource_name, namespace=namespace, lead_address=lead_address
+            spec,
+            name=name or resource_name,
+            namespace=namespace,
+            lead_address=lead_address,
+            settle=settle,
         )
     source = ""
     if isinstance(spec, str) and "\n" in spec:
@@ -765,6 +803,7 @@ def _definition(
         namespace=namespace,
         source=source,
         lead_address=lead_address,
+        settle=settle,
     )
     written = metadata.get("namespace")
     if namespace is not None and written not in (None, namespace):

@@ -4,7 +4,8 @@ A stack is one Kubernetes cluster. A root stack also exposes its lead broker and
 clusters it bursts to; a burst stack reads all it needs from its root through a StackReference,
 so bursting is configuration rather than the operator's hand-copied certificate and NodePort.
 
-The spec is parsed once, changed only through the typed model, and every resource is declared at
+The spec is parsed once, with the stack's role settled before the cross-field rules run
+(``StackConfig.settle``), and every resource is declared at
 the top level of the program: the root's values reach a burst as Outputs inside its objects'
 text, never by creating resources inside an ``apply``, so a preview shows every object.
 """
@@ -64,14 +65,11 @@ def main(project_root: Path | None = None) -> None:
     reference: pulumi.StackReference | None = None
     gate: pulumi.Output[Any] | None = None
     if role == stackconfig.ROLE_BURST:
-        definition = stackconfig.burst_definition(definition)
         root_stack = config.bursting.root_stack
         assert root_stack is not None
         reference = pulumi.StackReference(f"{pulumi.get_stack()}-root", stack_name=root_stack)
         group = _checked_group(reference, definition, root_stack)
         gate = group
-    elif role == stackconfig.ROLE_ROOT:
-        definition = stackconfig.root_definition(definition, config.bursting.clusters)
 
     opts = pulumi.ResourceOptions(provider=provider)
     depends: list[pulumi.Resource] = []

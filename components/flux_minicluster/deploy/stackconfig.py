@@ -30,9 +30,9 @@ from flux_minicluster.core import documents, kubeversion
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
-from flux_minicluster.core.loading import parse, revalidate
+from flux_minicluster.core.loading import parse, with_deferred_group
 from flux_minicluster.core.plan import Role
-from flux_minicluster.core.spec import BurstedCluster
+from flux_minicluster.core.spec import BurstedCluster, MiniClusterSpec
 from flux_minicluster.core.validation import burst_membership_problem, translate_errors
 from flux_minicluster.deploy.awaiting import Wait
 from flux_minicluster.deploy.keygen import ContainerRuntime, Strategy
@@ -191,19 +191,41 @@ class StackConfig(ConfigModel):
         return dict(docs[0])
 
     def definition(self, root: Path) -> MiniClusterDefinition:
-        """The stack's MiniCluster, parsed once, with the stack's names and cloud defaults."""
+        """The stack's MiniCluster, parsed once, with the stack's names, its cloud's defaults and
+        its role settled (``settle``) before the cross-field rules run: they run once."""
         parsed = parse(
             self.load_spec(root),
             name=self.minicluster.name,
             namespace=self.cluster.namespace,
             source=self.minicluster.file or "",
+            settle=self.settle,
         )
         if self.minicluster.autoscale is not None:
             where = f"{PROJECT}:minicluster.autoscale"
             chosen = autoscaling.settings(self.minicluster.autoscale, where)
             text = "false" if chosen is None else autoscaling.annotation_value(chosen)
             parsed = replace(parsed, annotations={**parsed.annotations, AUTOSCALE_ANNOTATION: text})
-        return _cloud_defaults(parsed, self)
+        return parsed
+
+    def settle(self, spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
+        """The user's spec as this stack deploys it (``loading.parse``'s ``settle``): with the
+        cloud's defaults where the user left them unset and, by ``bursting.role``, a root's
+        declared burst clusters appended to its rank order, or a burst's group deferred to its
+        root's outputs (``loading.with_deferred_group``) and no command of its own: the root
+        schedules work onto its brokers."""
+        spec = _cloud_defaults(spec, self)
+        role = self.bursting.role
+        if role == ROLE_ROOT:
+            clusters = [BurstedCluster(name=c.name, size=c.size) for c in self.bursting.clusters]
+            bursting = spec.flux.bursting.model_copy(update={"clusters": clusters})
+            return spec.model_copy(
+                update={"flux": spec.flux.model_copy(update={"bursting": bursting})}
+            )
+        if role == ROLE_BURST:
+            containers = [c.model_copy(update={"command": None}) for c in spec.containers]
+            grouped = with_deferred_group(spec, name)
+            return grouped.model_copy(update={"containers": containers})
+        return spec
 
 
 # Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
@@ -276,15 +298,15 @@ def _config_problems(err: ValidationError) -> list[Problem]:
     return out
 
 
-def _cloud_defaults(mc: MiniClusterDefinition, config: StackConfig) -> MiniClusterDefinition:
-    """The MiniCluster with the stack's cloud choices applied where the user left them unset."""
-    view = mc.spec.flux.container
+def _cloud_defaults(spec: MiniClusterSpec, config: StackConfig) -> MiniClusterSpec:
+    """The spec with the stack's cloud choices applied where the user left them unset."""
+    view = spec.flux.container
     if not config.cluster.arm or "image" in view.model_fields_set:
-        return mc
-    flux = mc.spec.flux.model_copy(
+        return spec
+    flux = spec.flux.model_copy(
         update={"container": view.model_copy(update={"image": ARM_VIEW_IMAGE})}
     )
-    return mc.with_spec(mc.spec.model_copy(update={"flux": flux}))
+    return spec.model_copy(update={"flux": flux})
 
 
 def validate_burst_membership(
@@ -307,21 +329,3 @@ def validate_burst_membership(
             f"it, or the root's {PROJECT}:bursting.clusters",
         )
     )
-
-
-def root_definition(
-    mc: MiniClusterDefinition, clusters: list[BurstTarget]
-) -> MiniClusterDefinition:
-    """The root with the declared burst clusters appended to its rank order."""
-    flux = mc.spec.flux
-    bursting = flux.bursting.model_copy(
-        update={"clusters": [BurstedCluster(name=c.name, size=c.size) for c in clusters]}
-    )
-    spec = mc.spec.model_copy(update={"flux": flux.model_copy(update={"bursting": bursting})})
-    return revalidate(mc.with_spec(spec), source=f"{PROJECT}:bursting.clusters")
-
-
-def burst_definition(mc: MiniClusterDefinition) -> MiniClusterDefinition:
-    """A burst runs no command of its own: the root schedules work onto its brokers."""
-    containers = [c.model_copy(update={"command": None}) for c in mc.spec.containers]
-    return revalidate(mc.with_spec(mc.spec.model_copy(update={"containers": containers})))

@@ -37,7 +37,6 @@ Improvements over the operator, each deliberate:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import (
     autoscale,
+    broker,
     credentials,
     jobfields,
     kube,
@@ -68,7 +68,6 @@ __all__ = [
     "Manifest",
     "Rendering",
     "apply_order",
-    "broker_config_hash",
     "kubernetes_order",
     "lead_service",
     "render",
@@ -292,23 +291,6 @@ def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str
     return spec
 
 
-def broker_config_hash(broker_toml: str, hostlist: str, lead_address: str | None) -> str:
-    """A digest of what every broker must agree on: the broker config and the rank order.
-
-    On the pod template it makes a hostlist change (a new maxSize, a new burst cluster) replace
-    the Job, so no broker runs with an old rank order. The entrypoint scripts are left out: their
-    size-dependent values change on a resize, which must not restart the cluster. So is a burst
-    cluster's lead address (it is digested as its placeholder), which the Pulumi layer fills in
-    only once the root has one. ``hostlist`` is the file's text, as in the ConfigMap.
-    """
-    digest = hashlib.sha256()
-    for key, text in ((layout.BROKER_TOML, broker_toml), (layout.HOSTLIST, hostlist)):
-        if lead_address is not None:
-            text = text.replace(lead_address, placeholders.LEAD_ADDRESS)
-        digest.update(key.encode() + b"\0" + text.encode() + b"\0")
-    return digest.hexdigest()[:16]
-
-
 def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[str, Any]:
     entrypoint_keys = list(data)
     s = plan.spec
@@ -325,10 +307,8 @@ def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[s
         "annotations": {
             **s.pod.annotations,
             lbl.CURVE_PUBLIC_KEY_ANNOTATION: public_key,
-            lbl.BROKER_CONFIG_HASH_ANNOTATION: broker_config_hash(
-                data[layout.BROKER_TOML],
-                data[layout.HOSTLIST],
-                plan.lead_broker.address if plan.lead_broker else None,
+            lbl.BROKER_CONFIG_HASH_ANNOTATION: broker.config_digest(
+                plan, data[layout.BROKER_TOML], data[layout.HOSTLIST]
             ),
         },
     }

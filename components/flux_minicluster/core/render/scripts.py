@@ -51,7 +51,7 @@ from pathlib import Path
 from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import exitcodes, layout, scaler, templating
 from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
-from flux_minicluster.core.render.broker import broker_toml
+from flux_minicluster.core.render.broker import broker_toml, hostlist_file
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
 from flux_minicluster.core.templating import shquote
 
@@ -118,7 +118,7 @@ def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
     data = {
         layout.INIT_SCRIPT: init_script(plan),
         layout.BROKER_TOML: broker_toml(plan),
-        layout.HOSTLIST: plan.hostlist + "\n",
+        layout.HOSTLIST: hostlist_file(plan.hostlist),
         layout.wait_script(plan.flux_index): wait_script(plan),
     }
     for index, container in enumerate(plan.spec.containers):
