@@ -405,6 +405,12 @@ def test_await_annotations(
     patch_notes = plain(one(run, JOBPATCH).inputs)["metadata"]["annotations"]
     assert {k: v for k, v in job_notes.items() if k in await_keys} == job_await
     assert {k: v for k, v in patch_notes.items() if k in await_keys} == patch_await
+    # e2e test_local_stack: a replaced Job (a new image or certificate) is deleted before it is
+    # replaced, but pulumi-kubernetes does not wait for the deletion of a Job that skips awaiting:
+    # the new Job met the old one being deleted and failed with a server-side apply conflict.
+    # Background propagation removes the old object at once.
+    skips = job_await.get(lbl.SKIP_AWAIT_ANNOTATION) == "true"
+    assert (job_notes.get(DELETION_PROPAGATION_ANNOTATION) == "background") is skips
     assert job_notes[lbl.LIFECYCLE_ANNOTATION] == ("persistent" if command is None else "ephemeral")
 
 
