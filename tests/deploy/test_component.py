@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -308,6 +309,19 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
     bad = pulumi.Output.secret(CERT.replace("curve\n", "kurve\n"))
     with pytest.raises(ValueError, match="from the curve_cert argument"):
         deploy(run_pulumi, {"spec": document(), "curve_cert": bad})
+
+
+def test_a_failed_program_reports_its_error_once(
+    run_pulumi: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Every child holds a copy of the error, which the event loop would print with a traceback
+    # when it is freed, during a later run: the caller (the CLI prints one line) has it already.
+    bad = pulumi.Output.secret(CERT.replace("curve\n", "kurve\n"))
+    for _ in range(3):
+        with pytest.raises(ValueError, match="from the curve_cert argument"):
+            deploy(run_pulumi, {"spec": document(), "curve_cert": bad})
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 # --- validation before registration ------------------------------------------------------------
