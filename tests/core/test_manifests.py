@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from corpus import EXAMPLES, spec_files
+from corpus import EXAMPLES, load_one, spec_files
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import certificate, kubeversion, layout, placeholders
@@ -24,7 +24,7 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_one, parse
+from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, to_yaml
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from corpus import load_one
 
 from flux_minicluster.core import definition, loading, plan
 from flux_minicluster.core.render import broker, manifests, scripts
@@ -64,7 +65,7 @@ def once_each(counts: Counter[str], per_cluster: int = 1) -> None:
 
 
 def test_one_render_derives_each_fact_once(derivations: Counter[str]) -> None:
-    mc = loading.load_one(ROOT / "examples" / "bursting-root.yaml")
+    mc = load_one(ROOT / "examples" / "bursting-root.yaml")
     manifests.render(plan.build(mc), None)
     once_each(derivations)
 

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import load_one
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_one, parse
+from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import render
 
 ROOT = Path(__file__).resolve().parents[2]
