@@ -223,10 +223,6 @@ class RegistrationRecorder(pulumi.runtime.Mocks):
             raise KeyError(f"{len(found)} resources of type {typ} named {name!r} were registered")
         return found[0]
 
-    @property
-    def kubernetes_objects(self) -> list[RecordedResource]:
-        return [r for r in self.resources if r.is_kubernetes_object]
-
     # internals ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
