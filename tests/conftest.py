@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from corpus import load_one
 
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.loading import load_one, parse
+from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, render
 
 if TYPE_CHECKING:

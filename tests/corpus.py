@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.loading import load_file
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SHARED = ROOT.parent / "shared"
@@ -34,3 +37,9 @@ def spec_files() -> list[Any]:
     """The bundled examples and the v1alpha2 corpus's MiniClusters, as pytest params."""
     examples = [pytest.param(p, id=f"examples/{p.name}") for p in EXAMPLES]
     return examples + corpus_files(V1ALPHA2, prefix="compat/")
+
+
+def load_one(path: Path) -> MiniClusterDefinition:
+    """The one MiniCluster of a file (every example and corpus file holds one)."""
+    (definition,) = load_file(path)
+    return definition

@@ -14,6 +14,9 @@ against a real API server, so that both agree):
   MiniCluster depends on (the pod subdomain names a headless Service, every Service selector
   selects pods of this set, every mount names a volume).
 
+``refusals`` asks both of a set of objects, for one or more releases: what ``minicluster demo``
+and the tests check when they mean "the API server would accept these objects".
+
 ``tests/e2e/test_server_validation.py`` sends every rendered object to a real kube-apiserver with
 a server-side dry run and requires the same verdict per object; it lists there, in one table, the
 rules the server enforces too (kept: they work offline) and the differences that are deliberate.
@@ -36,7 +39,13 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS, size_problems
 from flux_minicluster.core.quantity import resource_problems
 
-__all__ = ["DEFAULT_VERSION", "available_versions", "schema_errors", "semantic_errors"]
+__all__ = [
+    "DEFAULT_VERSION",
+    "available_versions",
+    "refusals",
+    "schema_errors",
+    "semantic_errors",
+]
 
 # The release renderings target by default (its one owner: core.kubeversion).
 DEFAULT_VERSION: Final = str(kubeversion.DEFAULT)
@@ -703,3 +712,22 @@ def semantic_errors(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
         out += [f"{prefix}: {line}" for lines in checks for line in lines]
     out += list(_cross(items))
     return out
+
+
+def refusals(
+    manifests: Iterable[Mapping[str, Any]], versions: Iterable[str] = (DEFAULT_VERSION,)
+) -> list[str]:
+    """Everything an API server would refuse in this set of objects; empty when it accepts them.
+
+    Each object's strict-schema errors for every release in ``versions`` (none: the schemas are
+    not checked), as ``Kind/name (k8s 1.34): path: message``, then the set's
+    ``semantic_errors``.
+    """
+    items = list(manifests)
+    out = [
+        f"{_identity(m)} (k8s {version}): {error}"
+        for m in items
+        for version in versions
+        for error in schema_errors(m, version)
+    ]
+    return out + semantic_errors(items)

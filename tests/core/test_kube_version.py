@@ -85,7 +85,7 @@ def test_a_field_is_rendered_one_minor_after_its_controller_acts_on_it_by_defaul
     first = KubeVersion(served.on_by_default.major, served.on_by_default.minor + 1)
     if served.schemas_from is not None:
         first = max(first, served.schemas_from)
-    assert not kubeversion.serves(first.before(), field)
+    assert not kubeversion.serves(KubeVersion(first.major, first.minor - 1), field)
     assert kubeversion.serves(first, field)
 
 
@@ -110,9 +110,7 @@ SOURCES = ["batch.yaml", "hello-world.yaml", "interactive.yaml", "bursting-child
 def test_the_releases_own_strict_schemas_accept_every_job(version: str, restart: str) -> None:
     for source in SOURCES:
         objects = rendering_of(EXAMPLES / source, version, restartPolicy=restart).objects()
-        for obj in objects:
-            assert kubecheck.schema_errors(obj, version) == [], (source, version, obj["kind"])
-        assert kubecheck.semantic_errors(objects) == [], (source, version)
+        assert kubecheck.refusals(objects, (version,)) == [], source
 
 
 @pytest.mark.parametrize("version", VERSIONS)

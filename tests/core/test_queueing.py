@@ -7,6 +7,7 @@ is tests/e2e/test_kueue.py's; here, what we render and register for it.
 from __future__ import annotations
 
 import dataclasses
+import runpy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,9 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.deploy import awaiting, program, queued, stackconfig
+from flux_minicluster.deploy import awaiting, project, queued, stackconfig, stackrender
 from flux_minicluster.deploy.minicluster import JOB_IGNORE_CHANGES, MiniCluster
-from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, plain
+from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, plain, run_program
 from flux_minicluster.policy.checker import check
 from flux_minicluster.policy.queue_rules import QUEUED_JOB_SUSPENDED
 
@@ -192,16 +193,26 @@ def test_the_policy_flags_a_queue_label_without_suspend(build: Build) -> None:
 
 
 def test_the_stack_config_keys_reach_the_component() -> None:
-    config = stackconfig.parse_stack_config(
-        {"minicluster": {"file": "examples/hello-world.yaml", "queue": "team-a",
-                         "managedBy": queueing.KUEUE_MANAGED_BY, "waitTimeout": 600}}
-    )  # fmt: skip
-    definition = config.definition(Path(__file__).resolve().parents[2])
-    args = program._args(config, definition, {})
-    assert (args["queue"], args["managed_by"], args["wait_timeout"]) == (
-        "team-a",
-        queueing.KUEUE_MANAGED_BY,
-        600,
+    """The stack's minicluster.queue, managedBy and waitTimeout, through the real program."""
+    root = Path(__file__).resolve().parents[2]
+    config, _ = stackrender.read_stack_config(project.find(root), "local")
+    minicluster = config[f"{stackconfig.PROJECT}:minicluster"]
+    minicluster.update(queue="team-a", managedBy=queueing.KUEUE_MANAGED_BY, waitTimeout=600)
+    config[f"{stackconfig.PROJECT}:keygen"] = {"strategy": "builtin"}
+    run = run_program(
+        lambda: runpy.run_path(str(root / "__main__.py"), run_name="__main__"),
+        mocks=RegistrationRecorder(command_stdout=CERT),
+        project=stackconfig.PROJECT,
+        stack="local",
+        config=config,
     )
+    (job,) = [plain(r.inputs) for r in run.resources if r.typ == JOB]
+    assert job["metadata"]["labels"][queueing.QUEUE_NAME_LABEL] == "team-a"
+    assert job["spec"]["managedBy"] == queueing.KUEUE_MANAGED_BY
+    # wait: ready, so the patch that waits for the admitted pods carries the bound
+    waits = [plain(r.inputs)["metadata"]["annotations"] for r in run.resources if r.typ == JOBPATCH]
+    assert [w.get(awaiting.TIMEOUT_ANNOTATION) for w in waits if lbl.WAIT_FOR_ANNOTATION in w] == [
+        "600"
+    ]
     with pytest.raises(SpecError, match="waitTimeout"):
         stackconfig.parse_stack_config({"minicluster": {"file": "x.yaml", "waitTimeout": "soon"}})

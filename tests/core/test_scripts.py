@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import V1ALPHA1, V1ALPHA2, corpus_files
+from corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one
 from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
 
 from flux_minicluster.core import layout
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.exitcodes import SETUP_FAILED
-from flux_minicluster.core.loading import load_one
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import (
     CUSTOM_SCRIPT,

@@ -7,12 +7,10 @@ the interpretation: each phase, brokers joined n of N, rank 0's exit code, admit
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
-from flux_minicluster.cli.status import _stack_target
 from flux_minicluster.core import status
 from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
 
@@ -121,7 +119,7 @@ PENDING = "couldn't assign flavors to pod set main: insufficient unused quota fo
 def test_phases(objects: Any, phase: str, summary: dict[str, Any]) -> None:
     found = status.interpret(NAME, "ns", *objects)
     assert found.phase == phase
-    assert phase in status.PHASES
+    assert phase in get_args(status.Phase)
     as_json = found.to_json()
     for key, value in summary.items():
         assert as_json[key] == value, key
@@ -168,10 +166,3 @@ def test_rank0_exit_code_is_the_flux_containers_of_the_newest_rank0_pod() -> Non
     # a restarted container (restartPolicy OnFailure) keeps its last exit in lastState
     assert status.rank0_exit_code(NAME, [pod(0, 2, restarted=True)]) == 2
     assert status.rank0_exit_code(NAME, [pod(0, None), pod(1, 0)]) is None
-
-
-def test_a_stack_says_where_to_look(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`status --stack` reads the stack's config file (never Pulumi state): its MiniCluster's
-    name, its namespace, kubeconfig and context."""
-    monkeypatch.chdir(Path(__file__).resolve().parents[2])
-    assert _stack_target("local") == ("flux-hello", "flux-local", None, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -311,6 +312,19 @@ def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) 
         deploy(run_pulumi, {"spec": document(), "curve_cert": bad})
 
 
+def test_a_failed_program_reports_its_error_once(
+    run_pulumi: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Every child holds a copy of the error, which the event loop would print with a traceback
+    # when it is freed, during a later run: the caller (the CLI prints one line) has it already.
+    bad = pulumi.Output.secret(CERT.replace("curve\n", "kurve\n"))
+    for _ in range(3):
+        with pytest.raises(ValueError, match="from the curve_cert argument"):
+            deploy(run_pulumi, {"spec": document(), "curve_cert": bad})
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
 # --- validation before registration ------------------------------------------------------------
 
 
@@ -418,6 +432,12 @@ def test_await_annotations(
     patch_notes = plain(one(run, JOBPATCH).inputs)["metadata"]["annotations"]
     assert {k: v for k, v in job_notes.items() if k in await_keys} == job_await
     assert {k: v for k, v in patch_notes.items() if k in await_keys} == patch_await
+    # e2e test_local_stack: a replaced Job (a new image or certificate) is deleted before it is
+    # replaced, but pulumi-kubernetes does not wait for the deletion of a Job that skips awaiting:
+    # the new Job met the old one being deleted and failed with a server-side apply conflict.
+    # Background propagation removes the old object at once.
+    skips = job_await.get(lbl.SKIP_AWAIT_ANNOTATION) == "true"
+    assert (job_notes.get(DELETION_PROPAGATION_ANNOTATION) == "background") is skips
     assert job_notes[lbl.LIFECYCLE_ANNOTATION] == ("persistent" if command is None else "ephemeral")
 
 

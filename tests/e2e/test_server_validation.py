@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane, collection_path, object_path
-from corpus import EXAMPLES, spec_files
+from corpus import EXAMPLES, load_one, spec_files
 from hypothesis import HealthCheck, given, settings
 from strategies import mutated_cases, spec_cases
 
@@ -43,7 +43,7 @@ from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_one, load_text, parse
+from flux_minicluster.core.loading import load_text, parse
 from flux_minicluster.core.render.manifests import lead_service, render
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,6 @@ against the Kubernetes schemas and the policy pack, and says plainly that nothin
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
     skipped = kubecheck.schemas_missing()
     problems = [
-        p
+        f"{r.stack}: {p}"
         for r in renderings
-        for p in schema_problems(
-            r.stack, r.objects, (_release(where, r.stack),), schemas=not skipped
-        )
+        for p in kubecheck.refusals(r.objects, () if skipped else (_release(where, r.stack),))
     ]
     print(
         f"Rendered {len(renderings)} stacks offline into {out}/ (Pulumi's mock runtime, the real "
@@ -77,27 +74,6 @@ def _release(where: Any, stack: str) -> str:
     cluster = stackrender.read_stack_config(where, stack)[0].get(f"{PROJECT}:cluster")
     given = cluster.get("kubernetesVersion") if isinstance(cluster, dict) else None
     return str(kubeversion.parse(given) if isinstance(given, str) else kubeversion.DEFAULT)
-
-
-def schema_problems(
-    stack: str,
-    objects: list[dict[str, Any]],
-    versions: Iterable[str] = (str(kubeversion.DEFAULT),),
-    *,
-    schemas: bool = True,
-) -> list[str]:
-    """Strict schema (unless ``schemas`` is false) and API-server problems of every object
-    (empty when all is well), for the releases the objects were rendered for."""
-    from flux_minicluster import kubecheck
-
-    problems = [
-        f"{stack}: {obj['kind']}/{obj['metadata']['name']} (k8s {v}): {err}"
-        for obj in objects
-        for v in (versions if schemas else ())
-        for err in kubecheck.schema_errors(obj, v)
-    ]
-    problems += [f"{stack}: {err}" for err in kubecheck.semantic_errors(objects)]
-    return problems
 
 
 def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:

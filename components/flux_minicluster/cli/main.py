@@ -24,7 +24,6 @@ from flux_minicluster.core import kubeversion
 from flux_minicluster.core.errors import SpecError
 
 EXIT_OK = 0
-EXIT_VIOLATION = 1
 EXIT_INVALID = 2
 
 NAMESPACE_HELP = (

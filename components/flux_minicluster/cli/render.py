@@ -29,7 +29,6 @@ from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render, to_json, to_yaml
 
 EXIT_OK = 0
-EXIT_USAGE = 2
 
 
 def run(args: argparse.Namespace) -> int:

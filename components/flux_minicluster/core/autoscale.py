@@ -37,7 +37,6 @@ __all__ = [
     "CA_FILE",
     "FIELD_MANAGER",
     "SCALER_KEY",
-    "TOKEN_AUDIENCE",
     "TOKEN_DIR",
     "TOKEN_FILE",
     "TOKEN_SECONDS",
@@ -54,7 +53,6 @@ ANNOTATION_PATH: Final = key_path("metadata.annotations", AUTOSCALE_ANNOTATION)
 # The projected service-account token's lifetime: the shortest the API server accepts (the
 # kubelet renews it at 80%, and the scaler reads the file before every request).
 TOKEN_SECONDS: Final = 600
-TOKEN_AUDIENCE: Final = ""  # the API server's own audience
 # The field manager the scaler's patches are recorded under (``managedFields``).
 FIELD_MANAGER: Final = "flux-minicluster-autoscaler"
 # Where the Flux container finds the token, the cluster's CA and its namespace (a projected

@@ -79,10 +79,6 @@ class KubeVersion:
             return NotImplemented
         return (self.major, self.minor) < (other.major, other.minor)
 
-    def before(self) -> KubeVersion:
-        """The previous minor release (what kube-controller-manager may still run)."""
-        return KubeVersion(self.major, self.minor - 1)
-
 
 class JobField(enum.StrEnum):
     """A Job ``spec`` field that only some releases serve."""

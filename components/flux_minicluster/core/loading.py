@@ -43,7 +43,6 @@ _INTERNAL = "internal"
 __all__ = [
     "has_deferred_group",
     "load_file",
-    "load_one",
     "load_text",
     "parse",
     "revalidate",
@@ -377,18 +376,6 @@ def load_file(
         namespace=namespace,
         default_namespace=default_namespace,
     )
-
-
-def load_one(
-    path: str | Path, *, name: str | None = None, namespace: str | None = None
-) -> MiniClusterDefinition:
-    """The single MiniCluster in a file (the usual case for stacks and the component)."""
-    found = load_file(path, name=name, namespace=namespace)
-    if len(found) != 1:
-        raise SpecError(
-            Problem("", f"expected one MiniCluster, found {len(found)}"), source=str(path)
-        )
-    return found[0]
 
 
 def _nul_paths(value: Any, path: str) -> Iterator[str]:

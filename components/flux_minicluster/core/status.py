@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from flux_minicluster.core.labels import COMPLETION_INDEX_LABEL
 from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
 
 __all__ = [
-    "PHASES",
     "Admission",
     "MiniClusterStatus",
     "Phase",
@@ -41,15 +40,6 @@ __all__ = [
 ]
 
 Phase = Literal["absent", "queued", "suspended", "starting", "ready", "succeeded", "failed"]
-PHASES: Final[tuple[str, ...]] = (
-    "absent",
-    "queued",
-    "suspended",
-    "starting",
-    "ready",
-    "succeeded",
-    "failed",
-)
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,10 @@ class MiniClusterArgs(TypedDict, total=False):
 
 
 class MiniCluster(MiniClusterOutputs):
-    """A Flux MiniCluster: entrypoint ConfigMap, curve Secret, Services, an Indexed Job.
+    """A Flux MiniCluster: an Indexed Job of brokers and every object it needs, as
+    ``core.render.manifests`` renders them, registered as typed children (``resources``, one field
+    each), with the JobPatches that own its size and wait and, when the certificate is generated,
+    the keygen Command.
 
     Its outputs are declared on ``MiniClusterOutputs`` (``deploy.published``).
     """

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import os
 import subprocess
@@ -224,10 +223,6 @@ class RegistrationRecorder(pulumi.runtime.Mocks):
             raise KeyError(f"{len(found)} resources of type {typ} named {name!r} were registered")
         return found[0]
 
-    @property
-    def kubernetes_objects(self) -> list[RecordedResource]:
-        return [r for r in self.resources if r.is_kubernetes_object]
-
     # internals ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -361,6 +356,7 @@ def run_program(
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]  # the SDK leaves it untyped
     def program() -> Awaitable[None]:
+        _report_each_error_once(asyncio.get_running_loop())
         box["result"] = build()
         root = pulumi.runtime.get_root_resource()
         stack_outputs = dict(getattr(root, "outputs", {}) or {})
@@ -369,8 +365,10 @@ def run_program(
 
     try:
         program()
-    except BaseException:
-        _retrieve_orphaned_errors()
+    except BaseException as error:
+        for cause in _chain(error):
+            with contextlib.suppress(AttributeError):  # an exception takes attributes
+                setattr(cause, _REPORTED, True)
         raise
     return ProgramRun(
         resources=list(mocks.resources),
@@ -380,17 +378,45 @@ def run_program(
     )
 
 
-def _retrieve_orphaned_errors() -> None:
-    """Mark the errors of a failed program's leftover Futures as seen.
+# Set on a failed program's error (and what caused it) once it has been raised to the caller.
+_REPORTED: Final = "_flux_minicluster_reported"
 
-    Every resource and Output that depended on the failing value holds a Future with the same
-    error, which nobody awaits once the first one has been raised; asyncio would print each of
-    them, with a traceback, when it is collected. The error has been raised once, to the caller
-    (the CLI prints it as one line), so the copies are dropped.
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _report_each_error_once(loop: asyncio.AbstractEventLoop) -> None:
+    """Report a failed program's error once: to the caller, not again when its copies are freed.
+
+    Every resource and Output that depended on the failing value holds a Future with a copy of
+    the error (a ``ValueError`` naming the resource, caused by the original), and the SDK stops
+    the program at the first: the rest stay unretrieved, owned by the event loop's pending
+    callbacks, and the loop reports each, with a traceback, when its Future is freed (during a
+    later run on the same loop). Those reports go through the loop's exception handler, which
+    drops the copies of an error already raised (the CLI prints it as one line) and passes
+    anything else on.
     """
-    for obj in gc.get_objects():
-        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
-            obj.exception()
+    previous = loop.get_exception_handler()
+    if getattr(previous, _REPORTED, False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if "future" in context and any(
+            getattr(e, _REPORTED, False) for e in _chain(context.get("exception"))
+        ):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    setattr(handler, _REPORTED, True)
+    loop.set_exception_handler(handler)
 
 
 async def _resolve_all(stack_outputs: Mapping[str, Any], box: dict[str, Any]) -> None:

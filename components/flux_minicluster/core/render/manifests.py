@@ -20,7 +20,9 @@ The order is the operator's, with the certificate moved out of the ConfigMap int
 8. with ``minimalService`` and services, the headless Service that names the services Pod;
 9. a ClusterIP Service per sidecar container with ports;
 10. v1alpha1: the Service to rank 0's RESTful API server;
-11. the Indexed Job ``<name>``.
+11. the Indexed Job ``<name>``;
+12. an elastic MiniCluster's scaler: its ServiceAccount (before the ConfigMap), Role and
+    RoleBinding (``render/autoscale.py``; kinds ``APPLY_ORDER`` does not name, so after the Job).
 
 A bursting root's lead Service is the stack's to create (``lead_service``), with the exposure
 the stack chooses.

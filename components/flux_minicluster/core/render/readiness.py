@@ -8,8 +8,8 @@ brokers form an instance. Here the Flux container is Ready once its broker is in
 * rank 0 once the **instance is up**: its state is ``run`` (the quorum is online).
 
 Why those states (see ``../shared/reference/flux-runtime-facts.md`` and the join watchdog in
-``wait.sh.j2``): a broker goes through join -> init -> quorum -> run. A worker leaves join only
-when its parent accepted it (the CURVE handshake succeeded and the parent answered its hello);
+``wait-workers.sh.j2``): a broker goes through join -> init -> quorum -> run. A worker leaves join
+only when its parent accepted it (the CURVE handshake succeeded and the parent answered its hello);
 it then waits in quorum until rank 0 is in run, which rank 0 reaches once the quorum (every rank,
 or ``minSize``) is online. ``flux uptime`` and ``flux getattr rank`` are answered even during
 join, so the probe answers at once either way, and a broker that never joins (a wrong

@@ -26,7 +26,7 @@ operator user finds what they know, with its bugs fixed rather than copied:
 * a bursted child has no rank 0 of its own (the lead's rank 0 is the instance's), so every one
   of its brokers behaves as a worker, under a join watchdog: a broker that has not joined its
   parent within ``JOIN_TIMEOUT_SECONDS`` (``$FLUX_MINICLUSTER_JOIN_TIMEOUT`` in the pod) says
-  why on stderr, is stopped, and the pod fails (see ``wait.sh.j2`` for the join signal);
+  why on stderr, is stopped, and the pod fails (see ``wait-workers.sh.j2`` for the join signal);
 * the brokers of a bursting group (a root and its bursts) log ZeroMQ handshake failures
   (``-Stbon.zmqdebug=1``) at a stderr level of at least LOG_ERR, ``logging.quiet`` included:
   a certificate that differs between the root and a burst is otherwise silent on both sides.

@@ -1,43 +1,37 @@
-"""Bugs the real engine found (tests/e2e), pinned here with Pulumi's mocks or no Pulumi at all, so
-that `make test` keeps them fixed without the e2e toolchain. Each test names the e2e scenario that
-revealed it."""
+"""``flux_minicluster.kubecheck``, the API server imitated offline.
+
+``tests/e2e/test_server_validation.py`` holds every rule against a real kube-apiserver; the cases
+here are what the server refused (or accepted) while kubecheck said otherwise, found there and
+pinned here so that ``make test`` keeps them fixed without the e2e toolchain. Most come from specs
+that core validation accepts (generated and mutated specs): each case is the rendered Job's pod
+with the one field the server named.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.deploy import stackconfig
-
-ROOT = Path(__file__).resolve().parents[1]
-CERT = (ROOT / "tests" / "golden" / "fixed-curve.cert").read_text()
-LOCAL = {"cluster": {"cloud": "kind", "namespace": "flux-local"}, "minicluster": {"file": "x"}}
 
 
-def test_the_curve_cert_config_key_is_accepted_as_the_readme_spells_it() -> None:
-    # e2e test_local_lifecycle: `pulumi config set --secret flux-minicluster:curveCert` was refused
-    # as an unknown key (the check compared the Python field name, curve_cert).
-    config = stackconfig.parse_stack_config({**LOCAL, "curveCert": CERT})
-    assert config.curve_cert == CERT
-
-
-def test_an_unknown_top_level_key_lists_the_keys_as_a_stack_file_spells_them() -> None:
-    with pytest.raises(SpecError) as err:
-        stackconfig.parse_stack_config({**LOCAL, "curve_cert": CERT})
-    (problem,) = err.value.problems
-    assert problem.path == "flux-minicluster:curve_cert"
-    assert "flux-minicluster:curveCert" in problem.message
-    assert "curve_cert," not in problem.message
-
-
-# --- kubecheck against a real kube-apiserver (tests/e2e/test_server_validation.py) ---------------
-# Objects the server refused with a server-side dry run while kubecheck let them through. Most come
-# from specs that core validation accepts (generated and mutated specs): each case is the rendered
-# Job's pod with the one field the server named.
+def test_refusals_are_each_releases_schema_errors_then_the_sets_own() -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "x"},
+        "spec": {"typo": 1},
+    }
+    typo = "spec: Additional properties are not allowed ('typo' was unexpected)"
+    assert kubecheck.schema_errors(service) == [typo]  # strict: an unknown field is an error
+    no_port = "Service/x: spec.ports: a Service that is not headless needs at least one port"
+    assert kubecheck.refusals([service], ("1.29", "1.34")) == [
+        f"Service/x (k8s 1.29): {typo}",
+        f"Service/x (k8s 1.34): {typo}",
+        no_port,
+    ]
+    assert kubecheck.refusals([service], ()) == [no_port]  # no release: the API-server rules only
 
 
 def _job(**pod: Any) -> dict[str, Any]:
@@ -150,38 +144,3 @@ def test_a_service_port_name_is_a_dns_label_not_an_iana_service_name() -> None:
     # container ports keep the IANA rule (at most 15 characters), which the server enforces there
     job = _job(container={"ports": [{"name": "a-very-long-port-name", "containerPort": 80}]})
     assert any("ports[0].name: must be an IANA" in e for e in kubecheck.semantic_errors([job]))
-
-
-# --- a replaced Job on the real engine (tests/e2e/test_local_stack.py) ---------------------------
-
-
-@pytest.mark.parametrize(
-    ("wait", "command", "background"),
-    [
-        ("ready", "hostname", True),  # the waitFor moves to the size patch: the Job skips
-        ("none", "hostname", True),
-        ("ready", None, True),  # persistent: always skips
-        ("complete", "hostname", False),  # awaited with Pulumi's Job await, deletes awaited too
-    ],
-    ids=["ready", "none", "persistent", "complete"],
-)
-def test_a_job_that_skips_awaiting_is_deleted_in_the_background(
-    wait: Any, command: str | None, background: bool
-) -> None:
-    # e2e: an image change (or a new certificate) replaced the Job with delete-before-replace,
-    # but pulumi-kubernetes does not wait for the deletion of a Job that skips awaiting; the new
-    # Job was applied to the old one while it was being deleted and failed with a server-side
-    # apply conflict on .spec.template...image. Background propagation removes the old object at
-    # once.
-    from flux_minicluster.core.labels import SKIP_AWAIT_ANNOTATION
-    from flux_minicluster.core.loading import parse
-    from flux_minicluster.core.plan import build
-    from flux_minicluster.deploy.awaiting import DELETION_PROPAGATION_ANNOTATION, job_annotations
-
-    container: dict[str, Any] = {"image": "ubuntu:24.04"}
-    if command is not None:
-        container["command"] = command
-    plan = build(parse({"size": 2, "containers": [container]}, name="demo", namespace="hpc"))
-    annotations = job_annotations(plan, wait)
-    assert (annotations.get(SKIP_AWAIT_ANNOTATION) == "true") == background
-    assert (annotations.get(DELETION_PROPAGATION_ANNOTATION) == "background") == background
