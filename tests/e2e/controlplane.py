@@ -85,6 +85,8 @@ PLURALS = {
     "NetworkPolicy": "networkpolicies",
     "Namespace": "namespaces",
     "ServiceAccount": "serviceaccounts",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
     "PersistentVolume": "persistentvolumes",
     "PersistentVolumeClaim": "persistentvolumeclaims",
     "RuntimeClass": "runtimeclasses",

@@ -897,7 +897,7 @@ def test_v1alpha1_rules_refuse_what_the_server_refuses(
     """Each rule validation applies to v1alpha1's volumes, users and RESTful server refuses a
     spec whose rendering the API server refuses (with the rule off), naming the same value;
     the control case's objects all pass."""
-    from flux_minicluster.core import loading
+    from flux_minicluster.core import validation
 
     doc = _v1(spec)
     if path is None:
@@ -906,7 +906,7 @@ def test_v1alpha1_rules_refuse_what_the_server_refuses(
         with pytest.raises(SpecError) as problems:
             parse(doc)
         assert [p.path for p in problems.value.problems] == [path]
-    monkeypatch.setattr(loading, "check_semantics", lambda definition: [])
+    monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
     objs = objects_of(parse(doc))
     provide_references(module_control_plane, objs)
     verdicts = {ident(o): module_control_plane.dry_run(o) for o in objs}
@@ -972,6 +972,7 @@ def test_examples_pass_pod_security_baseline(
     verdicts = {}
     for level, namespace in enforcing.items():
         for pod in pods_of(objs, namespace):
+            provide_references(cp, [pod])  # an autoscaled pod names its ServiceAccount
             ok, message = cp.dry_run(pod)
             verdicts[(level, pod["metadata"]["name"])] = (ok, message)
     baseline = {pod: v for (lvl, pod), v in verdicts.items() if lvl == "baseline"}
