@@ -700,23 +700,51 @@ def strings_of(value: Json) -> list[str]:
     return [v for p in paths_of(value) if isinstance(v := get_at(value, p), str)]
 
 
-def _unknown_key_alphabet() -> list[str]:
-    """Keys a user might write where no field has that name: Python's type names and builtins,
-    the names pydantic gives union members and validators in its errors, the models' class
-    names, and every field of every model (each valid somewhere, so unknown elsewhere)."""
-    import builtins
+def _model_fields(module: Any) -> set[str]:
+    """The class names and field spellings (name and alias) of a module's pydantic models."""
     import inspect
 
     from pydantic import BaseModel
 
-    from flux_minicluster.core import spec as spec_models
-
     models = [
         m
-        for _, m in inspect.getmembers(spec_models, inspect.isclass)
-        if issubclass(m, BaseModel) and m.__module__ == spec_models.__name__
+        for _, m in inspect.getmembers(module, inspect.isclass)
+        if issubclass(m, BaseModel) and m.__module__ == module.__name__
     ]
-    fields = {f.alias or n for m in models for n, f in m.model_fields.items()}
+    fields = {name for m in models for n, f in m.model_fields.items() for name in (n, f.alias)}
+    return {f for f in fields if f} | {m.__name__ for m in models}
+
+
+# Kubernetes objects whose field names a user may carry over into a MiniCluster spec by habit
+# (``resources`` or ``env`` on a container, ``nodeSelector`` on the spec, ``labels`` anywhere).
+KUBE_SCHEMAS = ("container-v1", "podspec-v1", "objectmeta-meta-v1", "jobspec-batch-v1")
+
+
+def _kube_fields() -> set[str]:
+    import json
+    from importlib.resources import files
+
+    from flux_minicluster.core import kubeversion
+
+    schemas = files("kubernetes_validate") / "kubernetes-json-schema"
+    folder = schemas / f"v{kubeversion.DEFAULT}.0-local-strict"
+    return {
+        name
+        for schema in KUBE_SCHEMAS
+        for name in json.loads((folder / f"{schema}.json").read_text())["properties"]
+    }
+
+
+def _unknown_key_alphabet() -> list[str]:
+    """Keys a user might write where no field has that name: Python's type names and builtins,
+    the names pydantic gives union members and validators in its errors, the models' class
+    names and every field of every model (each valid somewhere, so unknown elsewhere), the
+    older operator API's fields (v1alpha1: ``preCommand``, ``fluxRestful``, ``installRoot``...)
+    and the fields of the Kubernetes objects a MiniCluster becomes."""
+    import builtins
+
+    from flux_minicluster.core import spec, v1alpha1
+
     tags = {
         "int", "float", "str", "bool", "bytes", "list", "dict", "tuple", "set", "None",
         "none", "null", "true", "false", "function-after", "function-before",
@@ -725,7 +753,9 @@ def _unknown_key_alphabet() -> list[str]:
         "dict[str,int]", "is-instance[int]", "[key]", "0", "-1", "__class__", "__dict__",
         "model_config", "model_fields", "apiVersion", "kind", "metadata", "spec", "status",
     }  # fmt: skip
-    return sorted(set(dir(builtins)) | tags | fields | {m.__name__ for m in models})
+    return sorted(
+        set(dir(builtins)) | tags | _model_fields(spec) | _model_fields(v1alpha1) | _kube_fields()
+    )
 
 
 UNKNOWN_KEYS: list[str] = _unknown_key_alphabet()

@@ -561,6 +561,29 @@ CASES = [
         ),
         "spec.flux.bursting.leadBroker.address",
     ),
+    # A lead or bursted cluster of more ranks than an Indexed Job holds rendered a hostlist
+    # range Flux refuses (l-[1-2147483647]), or crashed planning it (found by make fuzz).
+    Case(
+        "lead-broker-of-2**31-ranks",
+        spec(
+            size=1,
+            flux={
+                "bursting": {
+                    "leadBroker": {"address": "10.0.0.1", "name": "lead", "size": 2**31},
+                    "clusters": [{"name": "flux-sample", "size": 1}],
+                }
+            },
+        ),
+        "spec.flux.bursting.leadBroker.size",
+    ),
+    *(
+        Case(
+            f"bursted-cluster-of-{size}-ranks",
+            spec(size=1, flux={"bursting": {"clusters": [{"name": "burst", "size": size}]}}),
+            "spec.flux.bursting.clusters[0].size",
+        )
+        for size in (100_001, 2**31)
+    ),
     Case(
         "connect-timeout-trailing-newline",
         flux(connectTimeout="5s\n"),

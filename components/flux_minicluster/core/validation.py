@@ -459,17 +459,24 @@ def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
             )
 
 
+def _past_indexed_limit(path: str, size: int) -> Problem | None:
+    """A MiniCluster's ranks are the pods of one Indexed Job: this one's (``maxSize``) and those
+    of the clusters a bursting spec names (a lead's, a bursted cluster's) alike."""
+    if size <= MAX_INDEXED_COMPLETIONS:
+        return None
+    return Problem(
+        path, f"must be at most {MAX_INDEXED_COMPLETIONS} (the Indexed Job limit), got {size}"
+    )
+
+
 def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
     s = mc.spec
     if s.size < 1:
         yield Problem("spec.size", f"must be at least 1, got {s.size}")
     if s.max_size < s.size:
         yield Problem("spec.maxSize", f"must be at least size ({s.size}), got {s.max_size}")
-    if s.max_size > MAX_INDEXED_COMPLETIONS:
-        yield Problem(
-            "spec.maxSize",
-            f"must be at most {MAX_INDEXED_COMPLETIONS} (the Indexed Job limit), got {s.max_size}",
-        )
+    if problem := _past_indexed_limit("spec.maxSize", s.max_size):
+        yield problem
     if s.min_size < 0:
         yield Problem("spec.minSize", f"must be at least 0, got {s.min_size}")
     elif s.min_size > s.size:
@@ -783,6 +790,10 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
         seen.add(cname)
         if cluster.size is not None and cluster.size < 1:
             yield Problem(f"{path}.size", f"must be at least 1, got {cluster.size}")
+        elif cluster.size is not None and (
+            too_many := _past_indexed_limit(f"{path}.size", cluster.size)
+        ):
+            yield too_many
     lead = b.lead_broker
     if lead is None:
         if mc.name in seen:
@@ -800,6 +811,8 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem(f"{base}.leadBroker.address", msg)
     if msg := names.dns1123_label(lead.name):
         yield Problem(f"{base}.leadBroker.name", msg)
+    if too_many := _past_indexed_limit(f"{base}.leadBroker.size", lead.size):
+        yield too_many
     if lead.port < 1:
         yield Problem(f"{base}.leadBroker.port", f"must be between 1 and 65535, got {lead.port}")
     if lead.name == mc.name:
