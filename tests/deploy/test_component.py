@@ -31,19 +31,19 @@ from flux_minicluster.core.loading import with_deferred_group
 from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy.awaiting import (
+from flux_minicluster.deploy.component.awaiting import (
     DELETION_PROPAGATION_ANNOTATION,
     JOB_HASH_ANNOTATION,
     job_annotations,
 )
-from flux_minicluster.deploy.minicluster import (
+from flux_minicluster.deploy.component.minicluster import (
     JOB_IGNORE_CHANGES,
     OUTPUTS,
     TYPE,
     MiniCluster,
     MiniClusterArgs,
 )
-from flux_minicluster.deploy.recorder import (
+from flux_minicluster.deploy.offline.recorder import (
     ProgramRun,
     RecordedResource,
     RegistrationRecorder,

@@ -14,13 +14,13 @@ import yaml
 from flux_minicluster import kubecheck
 from flux_minicluster.core import hostlist, labels, layout, validation
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.deploy import project, stackrender
-from flux_minicluster.deploy.recorder import (
+from flux_minicluster.deploy.offline.recorder import (
     plain,
     run_create_script,
     run_program,
 )
-from flux_minicluster.deploy.stackconfig import PROJECT
+from flux_minicluster.deploy.stack import project, stackrender
+from flux_minicluster.deploy.stack.stackconfig import PROJECT
 from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -374,7 +374,7 @@ def test_render_file_and_the_stack_differ_by_the_deploy_annotations_only(tmp_pat
     but for what only Pulumi reads, which the deploy layer adds (``deploy.awaiting``), and the
     Namespace the stack creates."""
     from flux_minicluster.cli.render import render_file
-    from flux_minicluster.deploy.awaiting import (
+    from flux_minicluster.deploy.component.awaiting import (
         DELETION_PROPAGATION_ANNOTATION,
         DEPLOY_ANNOTATIONS,
     )
