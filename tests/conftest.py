@@ -161,6 +161,23 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
     return run
 
 
+@pytest.fixture
+def rule_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the MiniClusters the cross-field rules ran on, in order, from here on: every
+    run goes through ``validation.check_semantics``, the one function that runs them all."""
+    from flux_minicluster.core import validation
+
+    runs: list[str] = []
+    rules = validation.check_semantics
+
+    def counted(mc: Any, **options: Any) -> Any:
+        runs.append(mc.name)
+        return rules(mc, **options)
+
+    monkeypatch.setattr(validation, "check_semantics", counted)
+    return runs
+
+
 # --- hypothesis profiles -------------------------------------------------------------------------
 # ``default`` keeps ``make test`` quick and repeatable: a modest number of examples from a fixed
 # seed per test (derandomized, so a failure comes back on the next run rather than by chance) and
