@@ -8,7 +8,7 @@ same objects (a ConfigMap, a Secret, a NetworkPolicy, a headless Service, an Ind
 namespace of their own):
 
 * **component**: the ``MiniCluster`` component, in the local stack's own program
-  (``flux_minicluster.deploy.program``) for the local stack, and in a user's program (an
+  (``flux_minicluster.deploy.stack.program``) for the local stack, and in a user's program (an
   explicit provider, a Namespace, one ``MiniCluster``) for the sizes;
 * **hand-written**: ``benchmarks/handwritten.py``, the same objects declared as typed
   pulumi-kubernetes resources with the same await, as a user would write them;
@@ -302,7 +302,7 @@ def warm_up() -> None:
     imports every run: benchmarks/startup.py measures those)."""
     import pulumi_kubernetes as k8s
 
-    import flux_minicluster.deploy.program  # noqa: F401
+    import flux_minicluster.deploy.stack.program  # noqa: F401
 
     for kind in (k8s.core.v1.Namespace, k8s.batch.v1.Job, k8s.networking.v1.NetworkPolicy):
         assert kind is not None

@@ -269,13 +269,13 @@ def slowest_imports(args: Sequence[str], count: int = 5) -> list[tuple[str, floa
 def render_stacks() -> list[tuple[str, str, str]]:
     """Each bundled stack rendered offline (roots first): (stack, objects, seconds or error)."""
     try:
-        from flux_minicluster.deploy import stackrender
+        from flux_minicluster.deploy.stack import stackrender
     except ImportError as err:
         return [("(none)", "-", f"stackrender unavailable: {err}")]
     stacks = sorted(
         p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("stacks/Pulumi.*.yaml")
     )
-    from flux_minicluster.deploy import project
+    from flux_minicluster.deploy.stack import project
 
     where = project.find(ROOT)
     rows = []

@@ -2,7 +2,7 @@
 `pulumi up`, and `minicluster validate` against the bare interpreter.
 
 * **Own import cost of a `pulumi up`.** The local stack's program (``__main__.py`` ->
-  ``flux_minicluster.deploy.program``) and the hand-written pulumi-kubernetes program with the
+  ``flux_minicluster.deploy.stack.program``) and the hand-written pulumi-kubernetes program with the
   same objects (``benchmarks/handwritten.py``) each run in a new process under Pulumi's mock
   engine, after importing ``pulumi`` as the language host does before it runs a program. With
   ``python -X importtime``, the package's own import cost is the time of every module the
@@ -108,7 +108,7 @@ def child(which: str, config_file: str) -> None:
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def run() -> None:
         if which == "component":
-            from flux_minicluster.deploy.program import main
+            from flux_minicluster.deploy.stack.program import main
 
             main(ROOT)
         else:

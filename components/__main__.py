@@ -4,7 +4,7 @@ Run as a directory, this folder is first on ``sys.path``, so ``flux_minicluster`
 from the source beside this file; its dependencies come from requirements.txt.
 """
 
-from flux_minicluster.deploy.multilanguage import serve
+from flux_minicluster.deploy.component.multilanguage import serve
 
 if __name__ == "__main__":
     serve()

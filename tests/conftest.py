@@ -22,10 +22,10 @@ from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, render
 
 if TYPE_CHECKING:
-    from flux_minicluster.deploy.awaiting import Wait
+    from flux_minicluster.deploy.component.awaiting import Wait
 
 if TYPE_CHECKING:
-    from flux_minicluster.deploy.recorder import ProgramRun
+    from flux_minicluster.deploy.offline.recorder import ProgramRun
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -82,7 +82,7 @@ def rendered(curve_cert: str) -> Callable[..., list[Manifest]]:
         plan = plans.build(source) if isinstance(source, MiniClusterDefinition) else source
         rendering = render(plan, certificate)
         if wait is not None:
-            from flux_minicluster.deploy.awaiting import registered_job
+            from flux_minicluster.deploy.component.awaiting import registered_job
 
             rendering = dataclasses.replace(
                 rendering, job=registered_job(plan, rendering.job, wait)
@@ -140,7 +140,7 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
     ``set_mocks`` is process-global, so nothing about one run may leak into the next; pass your
     own ``RegistrationRecorder`` to fake a Command's stdout or a StackReference's outputs.
     """
-    from flux_minicluster.deploy.recorder import RegistrationRecorder, run_program
+    from flux_minicluster.deploy.offline.recorder import RegistrationRecorder, run_program
 
     def run(
         build: Callable[[], Any],
@@ -159,6 +159,23 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
         )
 
     return run
+
+
+@pytest.fixture
+def rule_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the MiniClusters the cross-field rules ran on, in order, from here on: every
+    run goes through ``validation.check_semantics``, the one function that runs them all."""
+    from flux_minicluster.core import validation
+
+    runs: list[str] = []
+    rules = validation.check_semantics
+
+    def counted(mc: Any, **options: Any) -> Any:
+        runs.append(mc.name)
+        return rules(mc, **options)
+
+    monkeypatch.setattr(validation, "check_semantics", counted)
+    return runs
 
 
 # --- hypothesis profiles -------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def test_core_modules_import_without_pulumi(module: str) -> None:
     [
         ("flux_minicluster", ["pulumi", "pulumi_kubernetes", "pydantic", "jinja2", "yaml"]),
         (
-            "flux_minicluster.deploy.minicluster",
+            "flux_minicluster.deploy.component.minicluster",
             ["flux_minicluster.policy", "flux_minicluster.cli", "flux_minicluster.core.v1alpha1"],
         ),
     ],

@@ -38,7 +38,7 @@ import pulumi
 from pulumi.runtime.mocks import MockResourceArgs
 
 from flux_minicluster.core import certificate
-from flux_minicluster.deploy.recorder import (
+from flux_minicluster.deploy.offline.recorder import (
     COMMAND_TYPE,
     ProgramRun,
     RecordedResource,

@@ -18,14 +18,14 @@ from flux_minicluster.core.loading import parse
 from flux_minicluster.core.plan import build as build_plan
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.scaler import Decision, Observation, decide
-from flux_minicluster.deploy.minicluster import (
+from flux_minicluster.deploy.component.minicluster import (
     JOB_IGNORE_CHANGES,
     OUTPUTS,
     MiniCluster,
     MiniClusterArgs,
     prepare,
 )
-from flux_minicluster.deploy.recorder import RegistrationRecorder, plain
+from flux_minicluster.deploy.offline.recorder import RegistrationRecorder, plain
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "autoscale.yaml"

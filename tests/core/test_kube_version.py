@@ -25,9 +25,9 @@ from flux_minicluster.core.kubeversion import JobField, KubeVersion
 from flux_minicluster.core.loading import load_file, parse
 from flux_minicluster.core.render import jobfields, readiness
 from flux_minicluster.core.render.manifests import Rendering, render
-from flux_minicluster.deploy.minicluster import MiniCluster
-from flux_minicluster.deploy.recorder import RegistrationRecorder
-from flux_minicluster.deploy.stackconfig import ClusterConfig
+from flux_minicluster.deploy.component.minicluster import MiniCluster
+from flux_minicluster.deploy.offline.recorder import RegistrationRecorder
+from flux_minicluster.deploy.stack.stackconfig import ClusterConfig
 from flux_minicluster.policy import checker
 from flux_minicluster.policy.rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
 

@@ -19,9 +19,9 @@ from corpus import load_one
 from flux_minicluster.core import definition, loading, plan
 from flux_minicluster.core.render import broker, manifests, scripts
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import project, stackrender
-from flux_minicluster.deploy.recorder import RegistrationRecorder, run_program
-from flux_minicluster.deploy.stackconfig import PROJECT
+from flux_minicluster.deploy.offline.recorder import RegistrationRecorder, run_program
+from flux_minicluster.deploy.stack import project, stackrender
+from flux_minicluster.deploy.stack.stackconfig import PROJECT
 
 ROOT = Path(__file__).resolve().parents[2]
 

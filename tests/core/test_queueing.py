@@ -19,9 +19,15 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.deploy import awaiting, project, queued, stackconfig, stackrender
-from flux_minicluster.deploy.minicluster import JOB_IGNORE_CHANGES, MiniCluster
-from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, plain, run_program
+from flux_minicluster.deploy.component import awaiting, queued
+from flux_minicluster.deploy.component.minicluster import JOB_IGNORE_CHANGES, MiniCluster
+from flux_minicluster.deploy.offline.recorder import (
+    ProgramRun,
+    RegistrationRecorder,
+    plain,
+    run_program,
+)
+from flux_minicluster.deploy.stack import project, stackconfig, stackrender
 from flux_minicluster.policy.checker import check
 from flux_minicluster.policy.queue_rules import QUEUED_JOB_SUSPENDED
 

@@ -271,7 +271,7 @@ def test_with_a_curve_cert_secret_the_certificate_must_be_the_one_it_holds(
     from flux_minicluster.cli.render import render_file
     from flux_minicluster.core import certificate
     from flux_minicluster.core import labels as lbl
-    from flux_minicluster.deploy.recorder import COMMAND_TYPE, RegistrationRecorder
+    from flux_minicluster.deploy.offline.recorder import COMMAND_TYPE, RegistrationRecorder
 
     doc = v1({"flux": {"curveCertSecret": "site-curve"}, "containers": [{**APP, "command": "x"}]})
     both = {
@@ -376,7 +376,7 @@ def test_the_component_exports_the_restful_server_and_keeps_its_secrets(
 
     def munge(run: Any) -> tuple[Any, bool]:
         (secret,) = [r for r in run.resources if r.name == "mc-secret-mc-munge"]
-        from flux_minicluster.deploy.recorder import contains_secret
+        from flux_minicluster.deploy.offline.recorder import contains_secret
 
         return secret.plain_inputs["stringData"]["munge.key"], contains_secret(secret.inputs)
 

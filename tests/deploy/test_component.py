@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, placeholders, validation
+from flux_minicluster.core import layout, placeholders
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.certificate import generate, parse, render
 from flux_minicluster.core.errors import SpecError
@@ -31,19 +31,19 @@ from flux_minicluster.core.loading import with_deferred_group
 from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy.awaiting import (
+from flux_minicluster.deploy.component.awaiting import (
     DELETION_PROPAGATION_ANNOTATION,
     JOB_HASH_ANNOTATION,
     job_annotations,
 )
-from flux_minicluster.deploy.minicluster import (
+from flux_minicluster.deploy.component.minicluster import (
     JOB_IGNORE_CHANGES,
     OUTPUTS,
     TYPE,
     MiniCluster,
     MiniClusterArgs,
 )
-from flux_minicluster.deploy.recorder import (
+from flux_minicluster.deploy.offline.recorder import (
     ProgramRun,
     RecordedResource,
     RegistrationRecorder,
@@ -126,6 +126,18 @@ def expected_registration(
             )
         out[(manifest["kind"], manifest["metadata"]["name"])] = manifest
     return out
+
+
+def assert_registers_the_rendering(run: ProgramRun[Any], plan: plans.MiniClusterPlan) -> None:
+    """Each object the renderer makes of ``plan`` is registered, as ``expected_registration``
+    says, and nothing else is."""
+    expected = expected_registration(
+        rendering.render(plan, CERT).objects(), job_annotations(plan, "ready")
+    )
+    registered = kube(run)
+    assert sorted(registered) == sorted(expected)
+    for key, resource in registered.items():
+        assert plain(resource.inputs) == expected[key], key
 
 
 # --- one registered child per rendered object ------------------------------------------------
@@ -628,14 +640,7 @@ def test_the_lead_broker_address_fills_the_broker_config(
     run = deploy(run_pulumi, {"spec": bursted(spec_address), "lead_broker": lead})
     # What the renderer makes of the spec with the real address is what gets registered.
     truth = parse_definition(bursted(LEAD_ADDRESS))
-    plan = plans.build(truth)
-    expected = expected_registration(
-        rendering.render(plan, CERT).objects(), job_annotations(plan, "ready")
-    )
-    registered = kube(run)
-    assert sorted(registered) == sorted(expected)
-    for key, resource in registered.items():
-        assert plain(resource.inputs) == expected[key], key
+    assert_registers_the_rendering(run, plans.build(truth))
     data = plain(by_kind(run, "ConfigMap").inputs)["data"]
     assert f"tcp://{LEAD_ADDRESS}:8050" in data["broker.toml"]
     assert data["hostlist"].startswith(f"{LEAD_ADDRESS},flux-root-")
@@ -681,14 +686,7 @@ def test_a_burst_group_renders_what_a_spec_declaring_the_group_does(
         "leadBroker": {"address": LEAD_ADDRESS, "name": "flux-root", "size": 3, "port": 30093},
         "clusters": GROUP["clusters"],
     }
-    plan = plans.build(parse_definition(declared))
-    expected = expected_registration(
-        rendering.render(plan, CERT).objects(), job_annotations(plan, "ready")
-    )
-    registered = kube(run)
-    assert sorted(registered) == sorted(expected)
-    for key, resource in registered.items():
-        assert plain(resource.inputs) == expected[key], key
+    assert_registers_the_rendering(run, plans.build(parse_definition(declared)))
     assert run.exports["hostlist"].value == (
         f"{LEAD_ADDRESS},flux-root-[1-2],other-burst-[0-1],flux-burst-eks-[0-1]"
     )
@@ -700,22 +698,14 @@ def test_a_burst_group_renders_what_a_spec_declaring_the_group_does(
 
 
 def test_a_burst_group_is_settled_before_the_rules_run_once(
-    run_pulumi: Run, monkeypatch: pytest.MonkeyPatch
+    run_pulumi: Run, rule_runs: list[str]
 ) -> None:
-    checked: list[str] = []
-    rules = validation.check_semantics
-
-    def counted(mc: Any, **options: Any) -> Any:
-        checked.append(mc.name)
-        return rules(mc, **options)
-
-    monkeypatch.setattr(validation, "check_semantics", counted)
     deploy(
         run_pulumi,
         {"spec": group_member(), "lead_broker": LEAD_ADDRESS, "burst_group": GROUP,
          "curve_cert": CERT},
     )  # fmt: skip
-    assert checked == ["flux-burst-eks"]
+    assert rule_runs == ["flux-burst-eks"]
 
 
 def test_a_group_that_does_not_declare_the_burst_fails_naming_it(run_pulumi: Run) -> None:

@@ -26,10 +26,15 @@ from pulumi.provider.experimental.util import camel_case
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 from flux_minicluster import __version__
-from flux_minicluster.deploy import keygen
-from flux_minicluster.deploy.awaiting import WAIT_MODES
-from flux_minicluster.deploy.minicluster import OUTPUTS, TYPE, MiniCluster, MiniClusterArgs
-from flux_minicluster.deploy.multilanguage import (
+from flux_minicluster.deploy.component import keygen
+from flux_minicluster.deploy.component.awaiting import WAIT_MODES
+from flux_minicluster.deploy.component.minicluster import (
+    OUTPUTS,
+    TYPE,
+    MiniCluster,
+    MiniClusterArgs,
+)
+from flux_minicluster.deploy.component.multilanguage import (
     SECRETS,
     ContainerRuntime,
     KeygenStrategy,
@@ -37,7 +42,11 @@ from flux_minicluster.deploy.multilanguage import (
     Wait,
     schema,
 )
-from flux_minicluster.deploy.recorder import ProgramRun, RegistrationRecorder, contains_secret
+from flux_minicluster.deploy.offline.recorder import (
+    ProgramRun,
+    RegistrationRecorder,
+    contains_secret,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ROOT / "components"

@@ -30,10 +30,14 @@ from flux_minicluster.core.certificate import CurveCertificate, parse
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse as parse_definition
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
-from flux_minicluster.deploy import keygen
-from flux_minicluster.deploy.keygen import KeygenSettings, render_script, settings_from_args
-from flux_minicluster.deploy.minicluster import MiniCluster
-from flux_minicluster.deploy.recorder import (
+from flux_minicluster.deploy.component import keygen
+from flux_minicluster.deploy.component.keygen import (
+    KeygenSettings,
+    render_script,
+    settings_from_args,
+)
+from flux_minicluster.deploy.component.minicluster import MiniCluster
+from flux_minicluster.deploy.offline.recorder import (
     ProgramRun,
     RegistrationRecorder,
     plain,

@@ -1,4 +1,5 @@
-"""The SDK internals the product reads (``deploy/sdkinternals.py``), against the installed SDK.
+"""The SDK internals the product reads (``deploy/offline/sdkinternals.py``), against the
+installed SDK.
 
 Each use of a non-public part of the Pulumi SDK is exercised here, so a Pulumi upgrade that moves
 one fails these tests by name rather than breaking ``minicluster render --stack`` for users.
@@ -12,8 +13,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.deploy import sdkinternals
-from flux_minicluster.deploy.recorder import ProgramRun
+from flux_minicluster.deploy.offline import sdkinternals
+from flux_minicluster.deploy.offline.recorder import ProgramRun
 
 
 def test_config_values_sees_every_config_key(run_pulumi: Callable[..., ProgramRun[Any]]) -> None:

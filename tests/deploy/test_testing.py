@@ -7,7 +7,7 @@ import pytest
 
 from flux_minicluster import MiniCluster
 from flux_minicluster.core import certificate
-from flux_minicluster.deploy.recorder import RegistrationRecorder
+from flux_minicluster.deploy.offline.recorder import RegistrationRecorder
 from flux_minicluster.testing import MiniClusterMocks, run
 
 SPEC = {"size": 2, "containers": [{"image": "ubuntu:24.04", "command": "hostname"}]}
@@ -71,6 +71,8 @@ def test_a_users_program_depends_on_and_exports_from_the_typed_children() -> Non
 
     import pulumi_kubernetes as k8s
 
+    import flux_minicluster
+
     def build() -> MiniCluster:
         cluster = MiniCluster("hpc", {"spec": SPEC, "namespace": "team"})
         k8s.core.v1.ConfigMap(
@@ -86,6 +88,7 @@ def test_a_users_program_depends_on_and_exports_from_the_typed_children() -> Non
 
     result = run(build)
     children = result.result.resources
+    assert isinstance(children, flux_minicluster.MiniClusterResources)  # the name users import
     assert isinstance(children.job, k8s.batch.v1.Job)
     assert isinstance(children.headless_service, k8s.core.v1.Service)
     assert isinstance(children.size_patch, k8s.batch.v1.JobPatch)

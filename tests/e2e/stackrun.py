@@ -3,9 +3,9 @@
 The scenario tests drive the program through the Automation API with an inline program: the
 Python SDK serves the language runtime itself and drives the real CLI with `pulumi up
 --client=<its address>`, and the program is the product's own entry point,
-``flux_minicluster.deploy.program.main(project_root)``, as ``__main__.py`` calls it. That gives a
-test typed results, the engine's events and an operation it can SIGKILL in a child process. The
-way the README has a user run it, `pulumi up` starting ``__main__.py`` through the real
+``flux_minicluster.deploy.stack.program.main(project_root)``, as ``__main__.py`` calls it. That
+gives a test typed results, the engine's events and an operation it can SIGKILL in a child
+process. The way the README has a user run it, `pulumi up` starting ``__main__.py`` through the real
 ``pulumi-language-python``, is test_readme_deploy.py's and test_keygen_command.py's
 (realcli.py).
 
@@ -82,7 +82,7 @@ def stack_program(project: Path) -> Callable[[], None]:
     """The product's entry point, exactly as ``__main__.py`` runs it, for ``project``."""
 
     def program() -> None:
-        from flux_minicluster.deploy.program import main
+        from flux_minicluster.deploy.stack.program import main
 
         main(project)
 

@@ -49,7 +49,7 @@ from polyglot import (
 from pulumi import automation as auto
 
 from flux_minicluster.core import certificate
-from flux_minicluster.deploy.minicluster import TYPE, MiniCluster
+from flux_minicluster.deploy.component.minicluster import TYPE, MiniCluster
 
 if TYPE_CHECKING:  # the fixtures' types; tests/conftest.py is also a module named conftest
     from conftest import Toolchain
@@ -115,8 +115,8 @@ class Deployed:
 def python_deployed(
     toolchain: Toolchain, poly: Polyglot, cluster: ControlPlane, cert: str
 ) -> Deployed:
-    """What the Python component (``flux_minicluster.deploy.minicluster.MiniCluster``) leaves
-    in the cluster for examples/hello-world.yaml, and its outputs; destroyed again."""
+    """What the Python component (``flux_minicluster.deploy.component.minicluster.MiniCluster``)
+    leaves in the cluster for examples/hello-world.yaml, and its outputs; destroyed again."""
     reason = toolchain.missing(*ENGINE)
     if reason:
         pytest.fail(reason, pytrace=False)

@@ -279,7 +279,8 @@ _ABSENT = object()
 
 
 def root_outputs(**changes: Any) -> dict[str, Any]:
-    """What ``burst_group``'s root stack exports (deploy/program.py); ``_ABSENT`` drops one."""
+    """What ``burst_group``'s root stack exports (``deploy/stack/program.py``); ``_ABSENT``
+    drops one."""
     outputs: dict[str, Any] = {
         "jobName": NAME,
         "hostlist": "flux-sample-[0-3],burst-0-[0-3]",
@@ -1038,7 +1039,7 @@ def test_stack_reference_manifest() -> None:
 
 def test_the_rules_read_only_outputs_the_root_program_exports() -> None:
     from flux_minicluster.core.stackoutputs import ROOT_OUTPUTS, stack_output_name
-    from flux_minicluster.deploy.minicluster import OUTPUTS
+    from flux_minicluster.deploy.component.minicluster import OUTPUTS
 
     exported = {*ROOT_OUTPUTS, *(stack_output_name(o) for o in OUTPUTS)}
     read = {so.LEAD_NAME, so.HOSTLIST, so.LEAD_BROKER_ADDRESS, so.CURVE_PUBLIC_KEY, so.CURVE_CERT}

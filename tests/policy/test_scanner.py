@@ -35,7 +35,7 @@ import yaml
 
 from flux_minicluster.cli import folders
 from flux_minicluster.cli.render import render_file
-from flux_minicluster.deploy import project, stackrender
+from flux_minicluster.deploy.stack import project, stackrender
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = Path(__file__).parents[1] / "scanner-user-owned.yaml"

@@ -23,7 +23,7 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.spec import KIND
-from flux_minicluster.deploy import awaiting
+from flux_minicluster.deploy.component import awaiting
 from flux_minicluster.policy import checker
 from flux_minicluster.policy.rules import ALL_RULES
 
@@ -90,7 +90,7 @@ def _objects(document: Any) -> tuple[list[Any], bool]:
 def _render_stacks(stacks: list[str]) -> list[Any]:
     """The stacks' objects, rendered offline; a burst's root is rendered with it (not checked
     unless asked for) and stands in, through its outputs, for the burst's StackReference."""
-    from flux_minicluster.deploy import project, stackrender
+    from flux_minicluster.deploy.stack import project, stackrender
 
     wanted = set(stacks)
     out: list[Any] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 from flux_minicluster.cli import folders
 from flux_minicluster.core import kubeversion
-from flux_minicluster.deploy import project, stackrender
+from flux_minicluster.deploy.stack import project, stackrender
 from flux_minicluster.policy import checker
 
 # The stacks this checkout bundles, in the order the table shows them (roots before bursts).
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 def _release(where: Any, stack: str) -> str:
     """The Kubernetes release a stack renders for (``cluster.kubernetesVersion``, else the
     default): the one whose schemas its objects must pass."""
-    from flux_minicluster.deploy.stackconfig import PROJECT
+    from flux_minicluster.deploy.stack.stackconfig import PROJECT
 
     cluster = stackrender.read_stack_config(where, stack)[0].get(f"{PROJECT}:cluster")
     given = cluster.get("kubernetesVersion") if isinstance(cluster, dict) else None

@@ -145,7 +145,7 @@ def emit(objects: list[dict[str, Any]], args: argparse.Namespace) -> int:
 
 def _stacks(args: argparse.Namespace) -> int:
     # Imported here: the deploy layer (and Pulumi) load only when a stack is rendered.
-    from flux_minicluster.deploy import project, stackrender
+    from flux_minicluster.deploy.stack import project, stackrender
 
     if args.name or args.namespace or args.kube_version:
         raise SpecError(
@@ -196,8 +196,8 @@ def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
     """A bursting group rendered one stack at a time (a folder per cluster) must share one
     certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
     apart from its root, and warn when a root is rendered apart from its bursts."""
-    from flux_minicluster.deploy import stackrender
-    from flux_minicluster.deploy.stackconfig import PROJECT, ROLE_ROOT
+    from flux_minicluster.deploy.stack import stackrender
+    from flux_minicluster.deploy.stack.stackconfig import PROJECT, ROLE_ROOT
 
     wanted = set(stacks)
     for stack in stacks:

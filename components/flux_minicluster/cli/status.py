@@ -67,8 +67,8 @@ def read(kubectl: Kubectl, name: str, namespace: str) -> status.MiniClusterStatu
 
 def _stack_target(stack: str) -> tuple[str, str, str | None, str | None]:
     """Name, namespace, kubeconfig and context of a stack's MiniCluster, from its config file."""
-    from flux_minicluster.deploy import project as projects
-    from flux_minicluster.deploy import stackconfig, stackrender
+    from flux_minicluster.deploy.stack import project as projects
+    from flux_minicluster.deploy.stack import stackconfig, stackrender
 
     project = projects.find()
     values, _ = stackrender.read_stack_config(project, stack, keep_secrets=True)

@@ -189,7 +189,9 @@ def render_script(settings: KeygenSettings) -> str:
 
 def command_environment() -> dict[str, str]:
     """PYTHON and PYTHONPATH for the builtin strategy: this interpreter and this package."""
-    root = str(Path(__file__).resolve().parents[2])
+    import flux_minicluster
+
+    root = str(Path(flux_minicluster.__file__).resolve().parents[1])  # the folder holding it
     existing = os.environ.get("PYTHONPATH")
     return {
         "PYTHON": sys.executable,

@@ -28,7 +28,10 @@ from typing import Any, Final
 
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core.queueing import QueueSettings
-from flux_minicluster.deploy.awaiting import DELETION_PROPAGATION_ANNOTATION, TIMEOUT_ANNOTATION
+from flux_minicluster.deploy.component.awaiting import (
+    DELETION_PROPAGATION_ANNOTATION,
+    TIMEOUT_ANNOTATION,
+)
 
 __all__ = [
     "QUEUED_IGNORE_CHANGES",

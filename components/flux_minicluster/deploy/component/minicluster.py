@@ -49,17 +49,17 @@ from flux_minicluster.core.loading import (
 from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.deploy import awaiting, burstgroup, outputs, queued, resources
-from flux_minicluster.deploy.awaiting import WAIT_MODES, Wait
-from flux_minicluster.deploy.burstgroup import BurstGroupArgs
-from flux_minicluster.deploy.children import MiniClusterResources
-from flux_minicluster.deploy.keygen import (
+from flux_minicluster.deploy.component import awaiting, burstgroup, outputs, queued, resources
+from flux_minicluster.deploy.component.awaiting import WAIT_MODES, Wait
+from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
+from flux_minicluster.deploy.component.children import MiniClusterResources
+from flux_minicluster.deploy.component.keygen import (
     KeygenArgs,
     KeygenSettings,
     keygen_command,
     settings_from_args,
 )
-from flux_minicluster.deploy.published import OUTPUTS, MiniClusterOutputs
+from flux_minicluster.deploy.component.published import OUTPUTS, MiniClusterOutputs
 
 __all__ = [
     "JOB_IGNORE_CHANGES",

@@ -34,8 +34,8 @@ from flux_minicluster.core.loading import parse, with_deferred_group
 from flux_minicluster.core.plan import Role
 from flux_minicluster.core.spec import BurstedCluster, MiniClusterSpec
 from flux_minicluster.core.validation import burst_membership_problem, translate_errors
-from flux_minicluster.deploy.awaiting import Wait
-from flux_minicluster.deploy.keygen import ContainerRuntime, Strategy
+from flux_minicluster.deploy.component.awaiting import Wait
+from flux_minicluster.deploy.component.keygen import ContainerRuntime, Strategy
 
 PROJECT = "flux-minicluster"
 

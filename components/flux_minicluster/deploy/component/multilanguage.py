@@ -44,8 +44,8 @@ from pulumi.provider.experimental.util import camel_case
 from flux_minicluster import __version__
 from flux_minicluster.core import jsonvalues
 from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.deploy import burstgroup, keygen, minicluster, spectypes
-from flux_minicluster.deploy.published import MiniClusterOutputs
+from flux_minicluster.deploy.component import burstgroup, keygen, minicluster, spectypes
+from flux_minicluster.deploy.component.published import MiniClusterOutputs
 
 __all__ = [
     "PACKAGE",

@@ -34,9 +34,7 @@ from flux_minicluster.core import hostlist as hostlists
 from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render import manifests
-from flux_minicluster.deploy import stackconfig
-from flux_minicluster.deploy.project import Project
-from flux_minicluster.deploy.recorder import (
+from flux_minicluster.deploy.offline.recorder import (
     COMMAND_TYPE,
     CommandStdout,
     RegistrationRecorder,
@@ -44,7 +42,9 @@ from flux_minicluster.deploy.recorder import (
     run_create_script,
     run_program,
 )
-from flux_minicluster.deploy.stackconfig import PROJECT
+from flux_minicluster.deploy.stack import stackconfig
+from flux_minicluster.deploy.stack.project import Project
+from flux_minicluster.deploy.stack.stackconfig import PROJECT
 
 __all__ = [
     "LOAD_BALANCER_STAND_IN",

@@ -25,10 +25,11 @@ from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import lead_service
-from flux_minicluster.deploy import sdkinternals, stackconfig
-from flux_minicluster.deploy.burstgroup import BurstGroupArgs
-from flux_minicluster.deploy.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
-from flux_minicluster.deploy.stackconfig import PROJECT, StackConfig
+from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
+from flux_minicluster.deploy.component.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
+from flux_minicluster.deploy.offline import sdkinternals
+from flux_minicluster.deploy.stack import stackconfig
+from flux_minicluster.deploy.stack.stackconfig import PROJECT, StackConfig
 
 
 def read_config() -> StackConfig:

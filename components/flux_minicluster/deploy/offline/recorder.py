@@ -35,7 +35,7 @@ import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
 from flux_minicluster.core import jsonvalues, stackoutputs
-from flux_minicluster.deploy.sdkinternals import RegistrationOptions, registration_options
+from flux_minicluster.deploy.offline.sdkinternals import RegistrationOptions, registration_options
 
 __all__ = [
     "COMMAND_TYPE",
