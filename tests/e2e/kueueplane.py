@@ -234,6 +234,9 @@ class Watcher:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=90)
+        # the state the block ended in (what a user sees when `up` returns), not only the last
+        # one-second sample before it
+        self.seen.append((time.monotonic(), status(self.cp, self.namespace, self.name)))
 
     def _run(self) -> None:
         while not self._stop.is_set():
