@@ -438,18 +438,26 @@ def _job(
     # The wait of a queued MiniCluster, after the size patch, named after its LocalQueue.
     queue_patch = k8s.batch.v1.JobPatch(
         queued.await_resource_name(resource_name, rendering.queue),
-        metadata={
-            "name": plan.names.cluster,
-            "namespace": plan.namespace,
-            "annotations": {
-                awaiting.PATCH_FORCE_ANNOTATION: "true",
-                awaiting.JOB_HASH_ANNOTATION: job_hash,
-                **queue_await,
-            },
-        },
+        metadata=_patch_metadata(plan, job_hash, queue_await),
         opts=parent.opts(None, after=[patch if patch is not None else job], deleted_with=job),
     )
     return job, patch, queue_patch
+
+
+def _patch_metadata(
+    plan: plans.MiniClusterPlan, job_hash: pulumi.Output[str], awaits: Mapping[str, str]
+) -> dict[str, Any]:
+    """The metadata of a JobPatch of the MiniCluster's Job: it names the Job, forces its
+    field ownership, carries the Job's hash (a replaced Job is patched again) and its wait."""
+    return {
+        "name": plan.names.cluster,
+        "namespace": plan.namespace,
+        "annotations": {
+            awaiting.PATCH_FORCE_ANNOTATION: "true",
+            awaiting.JOB_HASH_ANNOTATION: job_hash,
+            **awaits,
+        },
+    }
 
 
 def _size_patch(
@@ -464,15 +472,7 @@ def _size_patch(
     size = plan.spec.size
     return k8s.batch.v1.JobPatch(
         f"{resource_name}-size",
-        metadata={
-            "name": plan.names.cluster,
-            "namespace": plan.namespace,
-            "annotations": {
-                awaiting.PATCH_FORCE_ANNOTATION: "true",
-                awaiting.JOB_HASH_ANNOTATION: job_hash,
-                **patch_await,
-            },
-        },
+        metadata=_patch_metadata(plan, job_hash, patch_await),
         spec={"parallelism": size, "completions": size},
         # deleted_with: on destroy the Job goes anyway. Deleting the patch first would
         # relinquish parallelism/completions, and an Indexed Job without completions is
