@@ -120,6 +120,23 @@ def test_a_symbolic_link_in_the_folder_is_refused_never_followed(
     assert not [p for p in out.glob("*.yaml") if not p.is_symlink()]
 
 
+@pytest.mark.parametrize("command", ["render", "demo"])
+def test_a_stacks_folder_that_is_a_symbolic_link_is_refused_never_followed(
+    tmp_path: Path, command: str
+) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "victim" / "inner"
+    out.mkdir()
+    elsewhere.mkdir(parents=True)
+    (out / "local").symlink_to(elsewhere)
+    before = snapshot(tmp_path / "victim")
+    args = ("--stack", "local", "-d", str(out)) if command == "render" else ("-d", str(out))
+    result = minicluster(command, *args, cwd=ROOT, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert f"{out / 'local'}: a symbolic link (never followed)" in result.stderr
+    assert snapshot(tmp_path / "victim") == before
+    assert (out / "local").is_symlink()
+
+
 def test_a_symbolic_link_in_place_of_the_index_is_neither_read_nor_written_through(
     tmp_path: Path, curve_cert: str
 ) -> None:
@@ -141,6 +158,7 @@ def test_a_symbolic_link_in_place_of_the_index_is_neither_read_nor_written_throu
     [
         "kustomization.yaml",  # the index of earlier versions: names only
         "0" * 64 + "  kustomization.yaml",  # a hash the file does not hold
+        "{digest}  kustomization.yaml",  # the file's own hash: a name no render writes
         "{digest}  ../outside.yaml",
         "{digest}  /{tmp}/outside.yaml",
         "{digest}  ../../outside.yaml",

@@ -28,7 +28,11 @@ def run(args: argparse.Namespace) -> int:
     for r in renderings:
         outputs = folders.outputs_json(r.stack, r.outputs, r.secret_outputs)
         folders.write_folder(
-            out / r.stack, r.objects, r.patches, {f"{r.stack}.outputs.json": outputs}
+            out / r.stack,
+            r.objects,
+            r.patches,
+            {f"{r.stack}.outputs.json": outputs},
+            named_by_render=True,
         )
     rows = [r.summary_row() for r in renderings]
     from flux_minicluster import kubecheck

@@ -13,10 +13,12 @@ user's. The folder is not trusted to say which is which:
 
 * the hidden index ``.minicluster-render`` (kubectl reads only ``.yaml``, ``.yml`` and ``.json``)
   records the SHA-256 of each file written; a listed file is deleted or replaced only while it
-  still holds those bytes, so a file the user changed, or put in place of one, or listed in the
-  index by hand, is the user's;
+  still holds those bytes and has a name a render writes (``NN-<kind>-<name>.yaml``, or beside
+  the folder ``<DIR>.<suffix>``), so a file the user changed, or put in place of one, or listed
+  in the index by hand, is the user's;
 * a name the render would write that holds a file of the user's (or a symbolic link, or
-  anything else) is refused with its name before anything changes; no link is ever followed;
+  anything else) is refused with its name before anything changes; no link is ever followed,
+  nor is a stack's folder (``DIR/<stack>``) that is a link;
 * each file is written to a temporary file (``.<name>.<pid>.minicluster-tmp``) and renamed
   into place, and the index is written first with every file the render may leave (the
   previous ones and the new ones, each with the hashes it may hold): a render killed half-way
@@ -66,8 +68,12 @@ _INDEX_HEADER: Final = (
     "# minicluster render: the files the last render wrote here, as SHA-256 and path;\n"
     "# only a file that still holds these bytes is replaced or removed by the next render.\n"
 )
-# The paths an index may name: a file of the folder, of its patches/, or one beside the folder.
-_INDEXED: Final = re.compile(rf"(?:{PATCHES}/|\.\./)?(?!\.\.?$)[^/\x00]+")
+# The paths an index may name: a numbered object file of the folder or of its patches/ (the
+# only names a render writes there), or one beside the folder. A file of any other name is never
+# the render's, whatever an index says of it.
+_INDEXED: Final = re.compile(
+    rf"(?:{PATCHES}/)?[0-9]{{2,}}-[a-z0-9]+-[^/\x00]+\.yaml|\.\./(?!\.\.?$)[^/\x00]+"
+)
 _TEMPORARY: Final = ".minicluster-tmp"
 
 
@@ -87,10 +93,18 @@ def write_folder(
     objects: list[dict[str, Any]],
     patches: Iterable[dict[str, Any]] = (),
     beside: Mapping[str, tuple[str, int]] | None = None,
+    *,
+    named_by_render: bool = False,
 ) -> list[Path]:
     """Write ``objects`` (and ``patches``) into ``folder``, and ``beside`` (name -> text, mode;
     each name ``<folder name>.<suffix>``) next to it, replacing the previous render's files;
     see the module for what is safe.
+
+    ``named_by_render``: the render chose the folder's name (a stack's ``DIR/<stack>``), so a
+    symbolic link there is not the user's choice of where to write: it is refused, never
+    followed (the Secret and the outputs beside would land wherever it points). A folder the
+    user names (``-d DIR``) may be a link. Files beside a folder need it to be a real one:
+    ``<folder>/../`` of a link is the parent of its target.
 
     Returns the paths written into the folder, in order.
     """
@@ -98,6 +112,14 @@ def write_folder(
     files += [_File(f"../{name}", text, mode) for name, (text, mode) in (beside or {}).items()]
     if not all(_indexable(folder, f.relative) for f in files):
         raise ValueError(f"a file beside {folder} is named after it: {folder.name}.<suffix>")
+    if (named_by_render or beside) and folder.is_symlink():
+        raise SpecError(
+            Problem(
+                "",
+                f"{folder}: a symbolic link (never followed); the render writes this folder "
+                "itself: move the link away or render into another folder",
+            )
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:

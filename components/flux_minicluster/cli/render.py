@@ -188,7 +188,9 @@ def _stacks(args: argparse.Namespace) -> int:
             show_secrets=args.show_secrets,
         )
         beside = {f"{rendering.stack}.outputs.json": outputs}
-        folders.write_folder(out / rendering.stack, objects, rendering.patches, beside)
+        folders.write_folder(
+            out / rendering.stack, objects, rendering.patches, beside, named_by_render=True
+        )
     return EXIT_OK
 
 
