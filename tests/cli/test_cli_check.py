@@ -147,3 +147,31 @@ def test_a_persistent_cluster_rendered_for_kubectl_passes_its_check(tmp_path: Pa
     ]
     as_an_engine_sees_them = checker.check(objects)
     assert [v.policy for v in as_an_engine_sees_them.mandatory] == ["persistent-no-hang"]
+
+
+@pytest.mark.parametrize(
+    ("args", "file", "path", "message"),
+    [
+        ("spec.yaml", "spec.yaml", "spec.float", "spec.float: unknown field"),
+        ("missing.yaml", "missing.yaml", "", "missing.yaml: no such file or directory"),
+        ("/dev/zero", "/dev/zero", "", "/dev/zero: not a file or folder (a device"),
+        ("notk8s.yaml", "notk8s.yaml", "document 1", "notk8s.yaml: document 1: not a Kubernetes"),
+    ],
+)
+def test_check_json_is_a_document_even_when_the_input_is_refused(
+    tmp_path: Path, args: str, file: str, path: str, message: str
+) -> None:
+    """CI reads stdout: a refused input is `passed: false` with its problems, each naming the
+    file, and the same line on stderr that a person reads."""
+    (tmp_path / "spec.yaml").write_text(
+        "apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata: {name: x}\n"
+        "spec: {size: 1, containers: [{image: x}], float: 1}\n"
+    )
+    (tmp_path / "notk8s.yaml").write_text("just: data\n")
+    result = minicluster("check", "-o", "json", args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"] is False
+    assert report["objects"] == 0
+    assert [(p["file"], p["path"]) for p in report["problems"]] == [(file, path)]
+    assert message in result.stderr

@@ -29,20 +29,45 @@ from flux_minicluster.policy.rules import ALL_RULES
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check, and print the report; with ``-o json`` a JSON document on stdout even when the
+    inputs cannot be read or are invalid (``passed: false`` and their ``problems``), so that CI
+    always has one to read."""
+    try:
+        report = _report(args)
+    except SpecError as err:
+        if args.output == "json":
+            problems = [
+                {"file": err.source or "", "path": p.path, "message": p.message}
+                for p in err.problems
+            ]
+            print(json.dumps({"passed": False, "objects": 0, "problems": problems}, indent=2))
+        raise
+    if args.output == "json":
+        print(json.dumps({**report.to_json(), "problems": []}, indent=2))
+    else:
+        print(report.format())
+    return report.exit_code
+
+
+def _report(args: argparse.Namespace) -> checker.Report:
     if not args.paths and not args.stack:
         raise SpecError("give manifest files or folders, MiniCluster files, or --stack NAME")
     config = checker.load_config(args.config)
     notes: list[str] = []
-    found: list[Any] = checker.load_manifests(args.paths, notes) if args.paths else []
+    found = checker.manifests_by_file(args.paths, notes) if args.paths else []
     for note in notes:
         print(note, file=sys.stderr)
     manifests: list[Any] = []
     as_is: list[int] = []  # objects read from files, applied as they are (no Pulumi awaits)
-    for doc in found:
-        objects, rendered = _objects(doc)
-        if not rendered:
-            as_is += range(len(manifests), len(manifests) + len(objects))
-        manifests += objects
+    for path, documents in found:
+        for doc in documents:
+            try:
+                objects, rendered = _objects(doc, str(path))
+            except SpecError as err:
+                raise err.with_source(err.source or str(path)) from None
+            if not rendered:
+                as_is += range(len(manifests), len(manifests) + len(objects))
+            manifests += objects
     if args.paths and not manifests:
         raise SpecError(
             Problem(
@@ -61,21 +86,17 @@ def run(args: argparse.Namespace) -> int:
             "(about the awaits of `pulumi up`; kubectl and GitOps apply files as they are)",
             file=sys.stderr,
         )
-    if args.output == "json":
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        print(report.format())
-    return report.exit_code
+    return report
 
 
-def _objects(document: Any) -> tuple[list[Any], bool]:
+def _objects(document: Any, source: str) -> tuple[list[Any], bool]:
     """A manifest as it is; a MiniCluster document as the objects it renders to, as the
     component registers them (the second value says which)."""
     if not isinstance(document, dict) or document.get("kind") != KIND:
         return [document], False
     definition = parse(document)
     mc = plan.build(definition)
-    warn(f"MiniCluster {mc.namespace}/{mc.name}", definition)
+    warn(source, definition)
     text, _ = certificate.choose(None, mc.spec.flux.curve_cert)
     if text is None:
         text = certificate.render(certificate.generate(mc.name, mc.names.lead_host))

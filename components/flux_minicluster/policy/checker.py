@@ -37,6 +37,7 @@ __all__ = [
     "load_config",
     "load_file",
     "load_manifests",
+    "manifests_by_file",
     "stack_reference_manifest",
 ]
 
@@ -265,6 +266,11 @@ def _files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
                     source=str(path),
                 )
             yield path, True
+        elif path.exists():
+            raise SpecError(
+                "not a file or folder (a device, pipe or socket): give manifest files or folders",
+                source=str(path),
+            )
         else:
             raise SpecError("no such file or directory", source=str(path))
 
@@ -324,13 +330,21 @@ def load_manifests(paths: Iterable[str | Path], notes: list[str] | None = None) 
     ``notes``; a file named on its own must hold objects. A file that cannot be read or parsed
     raises ``SpecError`` naming it.
     """
-    found: list[Manifest] = []
+    return [m for _, found in manifests_by_file(paths, notes) for m in found]
+
+
+def manifests_by_file(
+    paths: Iterable[str | Path], notes: list[str] | None = None
+) -> list[tuple[Path, list[Manifest]]]:
+    """``load_manifests``, each file's objects with the file they came from (so that a problem
+    found later in one of them can name it)."""
+    found: list[tuple[Path, list[Manifest]]] = []
     for path, named in _files(paths):
         if not named and not any(_is_object(d) for doc in _documents(path) for d in _flatten(doc)):
             if notes is not None:
                 notes.append(f"{path}: skipped, not a Kubernetes object")
             continue
-        found += load_file(path)
+        found.append((path, load_file(path)))
     return found
 
 
