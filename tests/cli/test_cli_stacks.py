@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cli import edit_stack, minicluster, project_copy
+
+from flux_minicluster.core import certificate, layout
 
 P = "flux-minicluster"
 
@@ -109,3 +112,36 @@ def test_a_generic_load_balancer_in_front_of_the_lead_is_warned_about(
     assert result.returncode == 0, result.stderr
     warned = "flux-root-lead NetworkPolicy drop every burst" in result.stderr
     assert warned == (cloud == "generic"), result.stderr
+
+
+def _spec_cert(config: dict[str, Any]) -> None:
+    cert = certificate.render(certificate.generate("in-spec", "flux-hello-0"))
+    config[f"{P}:minicluster"] = {
+        "spec": {
+            "metadata": {"name": "flux-hello"},
+            "spec": {"size": 2, "flux": {"curveCert": cert}, "containers": [{"image": "x"}]},
+        }
+    }
+
+
+def _plain_stack_cert(config: dict[str, Any]) -> None:
+    config[f"{P}:curveCert"] = certificate.render(certificate.generate("stack", "flux-hello-0"))
+
+
+def test_render_stack_curve_cert_wins_over_the_specs_as_everywhere(tmp_path: Path) -> None:
+    """The one precedence (core.certificate.choose): --curve-cert is the deployer's certificate
+    and wins over the spec's flux.curveCert for a stack as for a file; a stack file that gives
+    another one in plain text contradicts it and is refused."""
+    project = project_copy(tmp_path / "p")
+    given = tmp_path / "given.cert"
+    given.write_text(certificate.render(certificate.generate("given", "flux-hello-0")))
+    edit_stack(project, "local", _spec_cert)
+    result = minicluster("render", "--stack", "local", "--curve-cert", str(given), cwd=project)
+    assert result.returncode == 0, result.stderr
+    (secret,) = [d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "Secret"]
+    assert secret["stringData"][layout.CURVE_FILE] == given.read_text()
+
+    edit_stack(project, "local", _plain_stack_cert)
+    refused = minicluster("render", "--stack", "local", "--curve-cert", str(given), cwd=project)
+    assert refused.returncode == 2
+    assert f"{P}:curveCert: the stack gives another certificate than --curve-cert" in refused.stderr

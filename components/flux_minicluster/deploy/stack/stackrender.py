@@ -207,6 +207,20 @@ def order_stacks(project: Project, stacks: Iterable[str]) -> list[str]:
     return ordered
 
 
+def _give_certificate(config: dict[str, Any], curve_cert: str) -> None:
+    """``--curve-cert`` as the stack's ``curveCert``: the deployer's certificate, which wins over
+    the spec's ``flux.curveCert`` (``certificate.choose``), as on every other surface. A stack
+    file that gives a different one in plain text contradicts it: refused, not chosen between.
+    (A burst takes its root's certificate, rendered with the same one.)"""
+    key = f"{PROJECT}:curveCert"
+    own = config.get(key)
+    if isinstance(own, str) and own.strip() != curve_cert.strip():
+        raise SpecError(
+            Problem(key, "the stack gives another certificate than --curve-cert; give one of them")
+        )
+    config[key] = curve_cert
+
+
 def render_with_roots(
     project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
 ) -> dict[str, StackRendering]:
@@ -268,6 +282,8 @@ def render_stack(
     stdout: CommandStdout = run_create_script
     if curve_cert is not None:
         stdout = curve_cert.removesuffix("\n")  # as pulumi-command prints it
+        if root is None:
+            _give_certificate(config, curve_cert)
         notes.append("the curve certificate is the one given (--curve-cert)")
     mocks = OfflineMocks(command_stdout=stdout, stack_references=references)
     try:
