@@ -150,3 +150,31 @@ def test_the_installed_wheel_works_under_its_own_name(wheel: Path, tmp_path: Pat
     )
     # A plain install has no dev extra: demo skips the schema check that needs it, and says so.
     assert "Schema check skipped" in ok(cli, "demo", cwd=project)
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """The package root sits on top of the Pulumi layer (it re-exports the component): a module
+    below it that imports it would close a cycle import-linter's layers cannot see (the root is
+    not a layer of its own). The release is read from ``flux_minicluster.version``."""
+    import ast
+
+    package = ROOT / "components" / "flux_minicluster"
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                bare = any(a.name == "flux_minicluster" for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module == "flux_minicluster":
+                # a submodule through the root (``from flux_minicluster import kubecheck``) is
+                # fine; a name the root defines is not
+                bare = any(
+                    not (package / a.name).is_dir() and not (package / f"{a.name}.py").exists()
+                    for a in node.names
+                )
+            else:
+                bare = False
+            if bare:
+                offenders.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert offenders == []

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from flux_minicluster.version import __version__
+
 if TYPE_CHECKING:
     from flux_minicluster.deploy.component.children import MiniClusterResources
     from flux_minicluster.deploy.component.minicluster import MiniCluster, MiniClusterArgs
 
-__all__ = ["MiniCluster", "MiniClusterArgs", "MiniClusterResources"]
-__version__ = "0.1.0"
+__all__ = ["MiniCluster", "MiniClusterArgs", "MiniClusterResources", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in ("MiniCluster", "MiniClusterArgs", "MiniClusterResources"):
         # On first use: the core and `minicluster validate` never import Pulumi. The layering
         # checker sees this import (the package root is on top of the Pulumi layer).
         from flux_minicluster.deploy.component import children, minicluster

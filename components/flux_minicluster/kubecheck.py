@@ -50,8 +50,6 @@ __all__ = [
 # The release renderings target by default (its one owner: core.kubeversion).
 DEFAULT_VERSION: Final = str(kubeversion.DEFAULT)
 
-_CONFIG_KEY: Final = re.compile(r"[-._a-zA-Z0-9]+")
-_PORT_NAME: Final = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 
 _PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 _SERVICE_TYPES: Final = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
@@ -172,23 +170,6 @@ def schema_errors(manifest: Mapping[str, Any], version: str = DEFAULT_VERSION) -
 # --- semantics ------------------------------------------------------------------------------
 
 
-def _port_name(value: str) -> str | None:
-    """IANA service names, as container ports are named: at most 15 characters with a letter.
-
-    (A Service's ports are named with DNS-1123 labels instead, up to 63 characters.)"""
-    if (
-        len(value) <= 15
-        and _PORT_NAME.fullmatch(value)
-        and "--" not in value
-        and re.search("[a-z]", value)
-    ):
-        return None
-    return (
-        "must be an IANA service name: at most 15 lowercase letters, digits or '-', with a "
-        "letter, no '--', starting and ending with a letter or digit"
-    )
-
-
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -255,10 +236,8 @@ def _data_keys(manifest: Mapping[str, Any]) -> Iterator[str]:
         return
     for field in ("data", "stringData", "binaryData"):
         for key in _mapping(manifest.get(field)):
-            if len(str(key)) > 253 or not _CONFIG_KEY.fullmatch(str(key)):
-                yield (
-                    f"{field}[{key!r}]: a key must be at most 253 letters, digits, '-', '_' or '.'"
-                )
+            if message := names.config_key(str(key)):
+                yield f"{field}[{key!r}]: {message}"
 
 
 def _volume_source(where: str, volume: Mapping[str, Any]) -> Iterator[str]:
@@ -435,7 +414,7 @@ def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> I
                 yield from _port(f"{path}.ports[{j}].hostPort", port.get("hostPort"))
                 yield from _enum(f"{path}.ports[{j}].protocol", port.get("protocol"), _PROTOCOLS)
                 pname = port.get("name")
-                if pname is not None and (msg := _port_name(str(pname))):
+                if pname is not None and (msg := names.iana_service_name(str(pname))):
                     yield f"{path}.ports[{j}].name: {msg}"
             mount_names: set[str] = set()
             mount_paths: set[str] = set()

@@ -14,9 +14,9 @@ import shlex
 from pathlib import Path
 from typing import Final
 
-import flux_minicluster
 from flux_minicluster.core import names, templating
 from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.version import __version__
 
 # Template (under templates/project/) -> file written, relative to the new project.
 FILES: Final = (
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError(
             Problem("", f"{target} already has {', '.join(existing)}; init writes a new project")
         )
-    requirement, how = package_requirement(flux_minicluster.__version__)
+    requirement, how = package_requirement(__version__)
     for template, rel in FILES:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             templating.render(
                 f"project/{template}",
                 name=name,
-                version=flux_minicluster.__version__,
+                version=__version__,
                 requirement=requirement,
                 how=how,
                 sdk_pins=sdk_pins(),

@@ -19,9 +19,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import flux_minicluster
 from flux_minicluster.core import kubeversion
 from flux_minicluster.core.errors import SpecError
+from flux_minicluster.version import __version__
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -125,9 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="minicluster",
         description="Flux Framework MiniClusters on Kubernetes, without the Flux Operator.",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"minicluster {flux_minicluster.__version__}"
-    )
+    parser.add_argument("--version", action="version", version=f"minicluster {__version__}")
     parser.add_argument(
         "--cwd",
         metavar="DIR",

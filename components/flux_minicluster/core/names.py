@@ -66,6 +66,32 @@ def dns1123_label(value: str) -> str | None:
     return _LABEL_RULE + _too_long(value, LABEL_MAX)
 
 
+def iana_service_name(value: str) -> str | None:
+    """Container port names: IANA service names, at most 15 characters with a letter (a
+    Service's ports are named with DNS-1123 labels instead, up to 63 characters)."""
+    if (
+        len(value) <= 15
+        and _DNS1123_LABEL_RE.fullmatch(value)
+        and "--" not in value
+        and re.search("[a-z]", value)
+    ):
+        return None
+    return (
+        "must be an IANA service name: at most 15 lowercase letters, digits or '-', with a "
+        "letter, no '--', starting and ending with a letter or digit"
+    )
+
+
+_CONFIG_KEY_RE: Final = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+def config_key(value: str) -> str | None:
+    """ConfigMap and Secret keys (file names in the mounted volume)."""
+    if len(value) <= 253 and _CONFIG_KEY_RE.fullmatch(value):
+        return None
+    return "a key must be at most 253 letters, digits, '-', '_' or '.'"
+
+
 _DNS1035_LABEL_RE: Final = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
 _SHELL_VAR_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IPV4_RE: Final = re.compile(

@@ -122,24 +122,25 @@ def patch_await_annotations(
     return dict(_SKIP)
 
 
+def _annotated(manifest: Mapping[str, object], added: Mapping[str, str]) -> dict[str, object]:
+    """``manifest`` with ``added`` among its annotations: only ``DEPLOY_ANNOTATIONS``, the one
+    list of what the deploy layer adds to what the core rendered."""
+    unlisted = sorted(set(added) - set(DEPLOY_ANNOTATIONS))
+    if unlisted:
+        raise ValueError(f"not deploy annotations (awaiting.DEPLOY_ANNOTATIONS): {unlisted}")
+    metadata = dict(manifest["metadata"])  # type: ignore[call-overload]
+    annotations = {**(metadata.get("annotations") or {}), **added}
+    return {**manifest, "metadata": {**metadata, "annotations": annotations}}
+
+
 def registered_job(
     plan: MiniClusterPlan, job: Mapping[str, object], wait: Wait, wait_timeout: int | None = None
 ) -> dict[str, object]:
     """The rendered Job with its deploy annotations, as the component registers it."""
-    metadata = dict(job["metadata"])  # type: ignore[call-overload]
-    annotations = {
-        **(metadata.get("annotations") or {}),
-        **job_annotations(plan, wait, wait_timeout),
-    }
-    return {**job, "metadata": {**metadata, "annotations": annotations}}
+    return _annotated(job, job_annotations(plan, wait, wait_timeout))
 
 
 def registered_child(manifest: Mapping[str, object]) -> dict[str, object]:
     """A rendered object other than the Job as the component registers it: deleted with
     background propagation."""
-    metadata = dict(manifest["metadata"])  # type: ignore[call-overload]
-    annotations = {
-        **(metadata.get("annotations") or {}),
-        DELETION_PROPAGATION_ANNOTATION: "background",
-    }
-    return {**manifest, "metadata": {**metadata, "annotations": annotations}}
+    return _annotated(manifest, {DELETION_PROPAGATION_ANNOTATION: "background"})

@@ -10,7 +10,8 @@ rendering carries a placeholder wherever the group's text goes, and every object
 writes each placeholder's text from them (``render.broker.rank_order_values``), which the
 component substitutes like any other placeholder.
 
-A cluster the root does not declare, or declares with another size, fails before any object is
+A cluster the root does not declare, or whose maxSize is larger than the size the root declares
+for it (``validation.burst_membership_problem``, the one rule), fails before any object is
 created: every object waits for the checked group.
 """
 

@@ -189,9 +189,8 @@ def render_script(settings: KeygenSettings) -> str:
 
 def command_environment() -> dict[str, str]:
     """PYTHON and PYTHONPATH for the builtin strategy: this interpreter and this package."""
-    import flux_minicluster
-
-    root = str(Path(flux_minicluster.__file__).resolve().parents[1])  # the folder holding it
+    # the folder holding the package: flux_minicluster/deploy/component/keygen.py -> parents[3]
+    root = str(Path(__file__).resolve().parents[3])
     existing = os.environ.get("PYTHONPATH")
     return {
         "PYTHON": sys.executable,

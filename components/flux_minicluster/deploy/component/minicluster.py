@@ -170,7 +170,7 @@ class MiniCluster(MiniClusterOutputs):
     """The keygen Command, when the certificate is generated (also ``resources.keygen``)."""
     resources: MiniClusterResources
     """The children as typed resources (``cluster.resources.job``), to depend on or export
-    from; see ``deploy.children``."""
+    from; see ``deploy.component.children``."""
 
     def __init__(
         self,

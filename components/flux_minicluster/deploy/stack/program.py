@@ -63,14 +63,15 @@ def main(project_root: Path | None = None) -> None:
     definition = config.definition(root)
     provider = make_provider(config)
     role = config.bursting.role
-    reference: pulumi.StackReference | None = None
+    root_outputs: dict[str, pulumi.Output[Any]] | None = None
     gate: pulumi.Output[Any] | None = None
     if role == stackconfig.ROLE_BURST:
         root_stack = config.bursting.root_stack
         assert root_stack is not None
         reference = pulumi.StackReference(f"{pulumi.get_stack()}-root", stack_name=root_stack)
-        group = _checked_group(reference, definition, root_stack)
-        gate = group
+        # Everything a burst reads of its root, and nothing else (so.ROOT_OUTPUTS).
+        root_outputs = {name: reference.require_output(name) for name in so.ROOT_OUTPUTS}
+        gate = _checked_group(root_outputs, definition, root_stack)
 
     opts = pulumi.ResourceOptions(provider=provider)
     depends: list[pulumi.Resource] = []
@@ -92,15 +93,15 @@ def main(project_root: Path | None = None) -> None:
     extra: MiniClusterArgs = {}
     if config.curve_cert is not None:
         extra = {"curve_cert": pulumi.Output.secret(config.curve_cert)}
-    if reference is not None and gate is not None:
+    if root_outputs is not None and gate is not None:
         extra = {
-            "curve_cert": reference.require_output(so.CURVE_CERT),
-            "lead_broker": reference.require_output(so.LEAD_BROKER_ADDRESS),
+            "curve_cert": root_outputs[so.CURVE_CERT],
+            "lead_broker": root_outputs[so.LEAD_BROKER_ADDRESS],
             "burst_group": gate,
         }
     cluster = MiniCluster(definition.name, _args(config, definition, extra), opts=child_opts)
     for attribute in OUTPUTS:
-        if reference is not None and attribute == "curve_cert":
+        if root_outputs is not None and attribute == "curve_cert":
             continue  # the root's certificate: the root publishes it
         if attribute.startswith("restful_") and cluster.plan.restful is None:
             continue  # only a v1alpha1 cluster without a command serves the RESTful API
@@ -114,7 +115,7 @@ def main(project_root: Path | None = None) -> None:
 
 
 def _checked_group(
-    reference: pulumi.StackReference, mc: MiniClusterDefinition, root_stack: str
+    root_outputs: dict[str, pulumi.Output[Any]], mc: MiniClusterDefinition, root_stack: str
 ) -> pulumi.Output[BurstGroupArgs]:
     """The group the root publishes, once it declares this burst with its size; else an error."""
 
@@ -130,10 +131,10 @@ def _checked_group(
         }
 
     return pulumi.Output.all(
-        reference.require_output(so.LEAD_NAME),
-        reference.require_output(so.LEAD_SIZE),
-        reference.require_output(so.LEAD_BROKER_PORT),
-        reference.require_output(so.BURST_CLUSTERS),
+        root_outputs[so.LEAD_NAME],
+        root_outputs[so.LEAD_SIZE],
+        root_outputs[so.LEAD_BROKER_PORT],
+        root_outputs[so.BURST_CLUSTERS],
     ).apply(check)
 
 
