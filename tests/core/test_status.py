@@ -166,3 +166,47 @@ def test_rank0_exit_code_is_the_flux_containers_of_the_newest_rank0_pod() -> Non
     # a restarted container (restartPolicy OnFailure) keeps its last exit in lastState
     assert status.rank0_exit_code(NAME, [pod(0, 2, restarted=True)]) == 2
     assert status.rank0_exit_code(NAME, [pod(0, None), pod(1, 0)]) is None
+
+
+FAILED_ON_78 = (
+    f"Container {NAME} for pod ns/{NAME}-0-7xk2p failed with exit code 78 matching FailJob rule "
+    "at index 0"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        (FAILED_ON_78, 78),
+        (FAILED_ON_78.replace(f"{NAME}-0-", f"{NAME}-3-"), None),  # a worker's, not rank 0's
+        (FAILED_ON_78.replace(f"Container {NAME}", "Container sidecar"), None),
+        ("Job has reached the specified backoff limit", None),
+    ],
+)
+def test_the_job_alone_tells_rank_0s_exit_code_when_its_failure_policy_failed_it(
+    message: str, code: int | None
+) -> None:
+    """The component's output reads the Job only (pods=None): the Job controller's Failed
+    message of a FailJob rule names the pod and the exit code."""
+    failed = job(conditions=[cond("Failed", reason="PodFailurePolicy", message=message)])
+    found = status.interpret(NAME, "ns", failed)
+    assert (found.phase, found.exit_code) == ("failed", code)
+    # with the pods read, they decide (rank 0's container state)
+    assert status.interpret(NAME, "ns", failed, [pod(0, 1)], []).exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("suspend", "phase", "admitted", "message"),
+    [
+        (True, "queued", False, "waiting for admission by LocalQueue team-a"),
+        (False, "starting", True, "admitted: Kueue resumed the Job"),
+    ],
+)
+def test_the_job_alone_tells_queued_or_admitted(
+    suspend: bool, phase: str, admitted: bool, message: str
+) -> None:
+    found = status.interpret(NAME, "ns", job(suspend=suspend, queue="team-a", active=0))
+    assert found.phase == phase
+    assert found.admission is not None
+    assert found.admission.admitted is admitted
+    assert found.admission.message.startswith(message)

@@ -16,6 +16,11 @@ the component's ``status`` output alike:
   code of rank 0's Flux container (the container named after the MiniCluster in the pod of
   completion index 0), which is the user's command's exit code.
 
+The component's ``status`` output reads the Job alone (a Pulumi program cannot list pods or
+Workloads): admission is then what the Job shows (a queued Job stays suspended until Kueue
+admits it), and rank 0's exit code is known when the Job failed on it through its pod failure
+policy (the Job controller's ``Failed`` message names the pod and the exit code).
+
 ``phase`` sums it up in one word: ``absent``, ``queued`` (waiting for Kueue's admission),
 ``suspended`` (an unqueued Job someone suspended), ``starting``, ``ready`` (every broker
 joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
@@ -23,9 +28,10 @@ joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from flux_minicluster.core.labels import COMPLETION_INDEX_LABEL
 from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
@@ -34,6 +40,7 @@ __all__ = [
     "Admission",
     "MiniClusterStatus",
     "Phase",
+    "failure_policy_exit_code",
     "interpret",
     "rank0_exit_code",
     "workload_of",
@@ -151,6 +158,23 @@ def rank0_exit_code(name: str, pods: Sequence[Mapping[str, Any]]) -> int | None:
     return None
 
 
+_FAILED_ON_EXIT: Final = re.compile(
+    r"Container (?P<container>\S+) for pod \S+/(?P<pod>\S+) failed with exit code (?P<code>\d+)"
+)
+
+
+def failure_policy_exit_code(name: str, failed: Mapping[str, Any] | None) -> int | None:
+    """Rank 0's exit code as the Job's ``Failed`` condition says it, when a pod failure policy
+    rule matched rank 0's Flux container (``Container <c> for pod <ns>/<job>-0-<x> failed with
+    exit code <n> matching FailJob rule at index <i>``); None otherwise."""
+    found = _FAILED_ON_EXIT.search(str((failed or {}).get("message") or ""))
+    if found is None or found["container"] != name:
+        return None
+    if not found["pod"].startswith(f"{name}-0-"):  # an Indexed Job's pod: <job>-<index>-<x>
+        return None
+    return int(found["code"])
+
+
 def _admission(queue: str, suspended: bool, workload: Mapping[str, Any] | None) -> Admission:
     if workload is None:
         admitted = not suspended
@@ -174,15 +198,27 @@ def _admission(queue: str, suspended: bool, workload: Mapping[str, Any] | None) 
     return Admission(queue, False, name, cluster_queue, message)
 
 
+def _admission_from_job(queue: str, suspended: bool) -> Admission:
+    if suspended:
+        message = (
+            f"waiting for admission by LocalQueue {queue} (the Job is suspended until Kueue "
+            "admits it; `minicluster status` reads Kueue's reason)"
+        )
+        return Admission(queue, False, None, None, message)
+    return Admission(queue, True, None, None, "admitted: Kueue resumed the Job")
+
+
 def interpret(
     name: str,
     namespace: str,
     job: Mapping[str, Any] | None,
-    pods: Sequence[Mapping[str, Any]] = (),
-    workloads: Sequence[Mapping[str, Any]] = (),
+    pods: Sequence[Mapping[str, Any]] | None = None,
+    workloads: Sequence[Mapping[str, Any]] | None = None,
 ) -> MiniClusterStatus:
     """The status of MiniCluster ``name`` from its Job, the Job's pods and the namespace's
-    Workloads (each as ``kubectl get -o json`` prints it; ``job`` None when there is none)."""
+    Workloads (each as ``kubectl get -o json`` prints it; ``job`` None when there is none).
+    ``pods`` or ``workloads`` None: not read (the component's output), the Job says what it
+    can."""
     if job is None:
         return MiniClusterStatus(
             name, namespace, "absent", False, 0, 0, False, False, False, None, None, None
@@ -198,7 +234,13 @@ def interpret(
     finished = succeeded or failed
     running = int(status.get("active") or 0) > 0 and not suspended and not finished
     queue = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
-    admission = None if queue is None else _admission(queue, suspended, workload_of(job, workloads))
+    admission = (
+        None
+        if queue is None
+        else _admission_from_job(queue, suspended)
+        if workloads is None
+        else _admission(queue, suspended, workload_of(job, workloads))
+    )
     phase: Phase
     if succeeded:
         phase = "succeeded"
@@ -225,6 +267,10 @@ def interpret(
         succeeded=succeeded,
         failed=failed,
         reason=reason,
-        exit_code=rank0_exit_code(name, pods),
+        exit_code=(
+            rank0_exit_code(name, pods)
+            if pods is not None
+            else failure_policy_exit_code(name, conditions.get("Failed") if failed else None)
+        ),
         admission=admission,
     )
