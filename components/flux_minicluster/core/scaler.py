@@ -249,11 +249,15 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in th
     import flux  # type: ignore[import-not-found,unused-ignore]  # Flux's bindings, from the view
 
     kube = Kube(args.namespace, args.job, args.token, args.ca)
-    handle = flux.Flux()
+    handle: Any = None
     idle: dict[int, float] = {}
     last = ""
     while True:
+        # Nothing ends the scaler but its pod: any error is logged and the next round tries
+        # again, with a new connection to the broker when the last one failed.
         try:
+            if handle is None:
+                handle = flux.Flux()
             size = kube.size()
             pending, online, busy, drained = observe_flux(handle)
             now = time.monotonic()
@@ -281,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in th
                 kube.resize(decision.size, args.field_manager)
                 if decision.action == "shrink":
                     idle = {r: t for r, t in idle.items() if r < decision.size}
-        except (OSError, urllib.error.URLError, ValueError, KeyError) as err:
+        except Exception as err:  # the API server, the broker, or a bug: log, then try again
             print(f"autoscale: error {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            handle = None  # a broker handle that failed once is not trusted again
         time.sleep(args.interval)
 
 
