@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,6 +131,17 @@ def by_kind() -> Callable[..., Manifest]:
     return by_kind
 
 
+@pytest.fixture
+def job_pod(by_kind: Callable[..., Manifest]) -> Callable[[list[Manifest]], Manifest]:
+    """``job_pod(objects)``: the pod spec of the Job's template."""
+
+    def job_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+        spec: dict[str, Any] = by_kind(objects, "Job")["spec"]["template"]["spec"]
+        return spec
+
+    return job_pod
+
+
 # --- Pulumi mocks --------------------------------------------------------------------------------
 
 
@@ -176,6 +188,20 @@ def rule_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(validation, "check_semantics", counted)
     return runs
+
+
+# --- counting derivations ----------------------------------------------------------------------
+
+# plancases.once_each asserts: rewritten as a test module's asserts are, for pytest's message.
+pytest.register_assert_rewrite("plancases")
+
+
+@pytest.fixture
+def derivations(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times each derivation of ``plancases.DERIVATIONS`` ran, by ``Owner.function``."""
+    from plancases import count_derivations
+
+    return count_derivations(monkeypatch)
 
 
 # --- hypothesis profiles -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """MiniClusters at Kubernetes' size limits, just over and just under: shared by the offline rule's
-tests (tests/core/test_sizes.py) and the real API server's (tests/e2e/test_server_sizes.py), so the
-two judge the same objects."""
+tests (tests/core/test_sizes.py), the command line's (tests/cli/test_cli_sizes.py) and the real API
+server's (tests/e2e/test_server_sizes.py), so they judge the same objects."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 here are what the server refused (or accepted) while kubecheck said otherwise, found there and
 pinned here so that ``make test`` keeps them fixed without the e2e toolchain. Most come from specs
 that core validation accepts (generated and mutated specs): each case is the rendered Job's pod
-with the one field the server named.
+with the one field the server named. The last section breaks a rendered MiniCluster's objects one
+field at a time: the checker can fail.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from manifestcases import ByKind, JobPod, Rendered, mini
 
 from flux_minicluster import kubecheck
+from flux_minicluster.core import labels as lbl
 
 
 def test_refusals_are_each_releases_schema_errors_then_the_sets_own() -> None:
@@ -144,3 +147,125 @@ def test_a_service_port_name_is_a_dns_label_not_an_iana_service_name() -> None:
     # container ports keep the IANA rule (at most 15 characters), which the server enforces there
     job = _job(container={"ports": [{"name": "a-very-long-port-name", "containerPort": 80}]})
     assert any("ports[0].name: must be an IANA" in e for e in kubecheck.semantic_errors([job]))
+
+
+# --- the checker can fail -------------------------------------------------------------------
+
+
+@pytest.fixture
+def good(rendered: Rendered) -> list[dict[str, Any]]:
+    """A valid MiniCluster's objects, for a test to break one of them."""
+    return rendered(mini())
+
+
+def test_kubecheck_refuses_a_job_that_restarts_always(
+    job_pod: JobPod, good: list[dict[str, Any]]
+) -> None:
+    objects = good
+    job_pod(objects)["restartPolicy"] = "Always"
+    errors = kubecheck.semantic_errors(objects)
+    assert any("restartPolicy OnFailure or Never" in e for e in errors), errors
+
+
+def test_kubecheck_refuses_a_bad_name(by_kind: ByKind, good: list[dict[str, Any]]) -> None:
+    objects = good
+    by_kind(objects, "ConfigMap")["metadata"]["name"] = "Bad_Name"
+    errors = kubecheck.semantic_errors(objects)
+    assert any(
+        e.startswith("ConfigMap/Bad_Name: metadata.name: must be a DNS-1123") for e in errors
+    )
+    service = by_kind(objects, "Service")
+    service["metadata"]["name"] = "1demo"  # a Service name must start with a letter
+    assert any("DNS-1035" in e for e in kubecheck.semantic_errors(objects))
+
+
+def test_kubecheck_refuses_a_selector_that_matches_nothing(
+    by_kind: ByKind, good: list[dict[str, Any]]
+) -> None:
+    objects = good
+    by_kind(objects, "Service")["spec"]["selector"] = {lbl.JOB_NAME_LABEL: "other"}
+    errors = kubecheck.semantic_errors(objects)
+    assert any("selects no pod of this set" in e for e in errors), errors
+    # ... and the pods' subdomain must still name a headless Service.
+    by_kind(objects, "Service")["metadata"]["name"] = "renamed"
+    assert any("no headless Service named 'demo'" in e for e in kubecheck.semantic_errors(objects))
+
+
+def test_kubecheck_completion_index_must_exist(by_kind: ByKind, good: list[dict[str, Any]]) -> None:
+    objects = good
+    by_kind(objects, "Service")["spec"]["selector"] = {
+        lbl.JOB_NAME_LABEL: "demo",
+        lbl.COMPLETION_INDEX_LABEL: "1",  # size 1: only index 0 exists
+    }
+    assert any("selects no pod" in e for e in kubecheck.semantic_errors(objects))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: p["containers"][0].update(imagePullPolicy="Sometimes"), "imagePullPolicy"),
+        (lambda p: p.update(dnsPolicy="Bogus"), "dnsPolicy"),
+        (
+            lambda p: p["containers"][0]["volumeMounts"].append(
+                {"name": "nope", "mountPath": "/x"}
+            ),
+            "'nope' is not a volume of the pod",
+        ),
+        (
+            lambda p: p["containers"][0]["volumeMounts"].append(
+                {"name": "spack-software", "mountPath": "/mnt/flux"}
+            ),
+            "mounted twice",
+        ),
+        (
+            lambda p: p["volumes"].append({"name": "spack-software", "emptyDir": {}}),
+            "defined twice",
+        ),
+        (lambda p: p["volumes"].append({"name": "x", "emptyDir": {"medium": "Disk"}}), "medium"),
+        (
+            lambda p: p["volumes"].append({"name": "y", "hostPath": {"path": "/y", "type": "Dir"}}),
+            "hostPath.type",
+        ),
+        (lambda p: p["containers"][0].update(ports=[{"containerPort": 70000}]), "containerPort"),
+        (lambda p: p.update(overhead={"cpu": 1}), "runtimeClassName"),
+    ],
+)
+def test_kubecheck_pod_rules(
+    mutate: Any, message: str, job_pod: JobPod, good: list[dict[str, Any]]
+) -> None:
+    objects = good
+    mutate(job_pod(objects))
+    errors = kubecheck.semantic_errors(objects)
+    assert any(message in e for e in errors), errors
+
+
+def test_kubecheck_job_and_service_rules(by_kind: ByKind, good: list[dict[str, Any]]) -> None:
+    objects = good
+    job = by_kind(objects, "Job")
+    del job["spec"]["completions"]
+    assert any("completions: required" in e for e in kubecheck.semantic_errors(objects))
+    job["spec"]["completions"] = 1
+    job["spec"]["parallelism"] = 2
+    assert any("more than completions" in e for e in kubecheck.semantic_errors(objects))
+    job["spec"]["parallelism"] = 1
+    service = by_kind(objects, "Service")
+    service["spec"]["type"] = "Bogus"
+    service["spec"]["ports"] = [{"port": 0, "protocol": "HTTP"}]
+    errors = "\n".join(kubecheck.semantic_errors(objects))
+    assert "spec.type" in errors
+    assert "spec.ports[0].port" in errors
+    assert "protocol" in errors
+
+
+def test_kubecheck_schema_errors_catch_typos_and_types(
+    by_kind: ByKind, good: list[dict[str, Any]]
+) -> None:
+    job = by_kind(good, "Job")
+    job["spec"]["parallelizm"] = 1
+    job["spec"]["completions"] = "two"
+    errors = kubecheck.schema_errors(job, kubecheck.DEFAULT_VERSION)
+    assert any("'parallelizm' was unexpected" in e for e in errors)
+    assert any(e.startswith("spec.completions:") for e in errors)
+    assert kubecheck.schema_errors({"apiVersion": "v1", "kind": "Nope"}) != []
+    with pytest.raises(ValueError, match="no schemas for Kubernetes"):
+        kubecheck.schema_errors(job, "0.1")

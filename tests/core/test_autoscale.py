@@ -1,31 +1,23 @@
 """The elastic MiniCluster: the scaler's decision over a table of queue states, its settings and
-their refusals, and what autoscale adds to the rendering (and only to it)."""
+their refusals, and what autoscale adds to the rendering (and only to it). The component's side is
+tests/deploy/test_component_autoscale.py's."""
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import pulumi
 import pytest
+from autoscalecases import document
 
 from flux_minicluster.core import autoscale, scaler
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.plan import build as build_plan
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.scaler import Decision, Observation, decide
-from flux_minicluster.deploy.component.minicluster import (
-    JOB_IGNORE_CHANGES,
-    OUTPUTS,
-    MiniCluster,
-    MiniClusterArgs,
-    prepare,
-)
-from flux_minicluster.deploy.offline.recorder import RegistrationRecorder, plain
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "autoscale.yaml"
@@ -175,26 +167,6 @@ def test_idsets_round_trip(text: str, expected: set[int]) -> None:
     assert scaler.parse_idset(scaler.format_idset(expected)) == expected
 
 
-def document(annotation: str | None, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "size": 2,
-        "maxSize": 4,
-        "interactive": True,
-        "flux": {"scheduler": {"simple": True}},
-        "containers": [{"image": "ubuntu:24.04"}],
-        **spec,
-    }
-    metadata: dict[str, Any] = {"name": "elastic", "namespace": "hpc"}
-    if annotation is not None:
-        metadata["annotations"] = {AUTOSCALE_ANNOTATION: annotation}
-    return {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": metadata,
-        "spec": body,
-    }
-
-
 @pytest.mark.parametrize(
     ("annotation", "spec", "path", "says"),
     [
@@ -292,63 +264,6 @@ def test_without_autoscale_nothing_changes(curve_cert: str) -> None:
     pod = without.job["spec"]["template"]["spec"]
     assert "serviceAccountName" not in pod
     assert pod["automountServiceAccountToken"] is False
-
-
-# --- the component: Pulumi creates the Job at size and leaves its size to the scaler ----------
-
-CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text().removesuffix("\n")
-JOBPATCH = "kubernetes:batch/v1:JobPatch"
-
-
-def deploy(run_pulumi: Callable[..., Any], args: dict[str, Any]) -> Any:
-    def build() -> Any:
-        cluster = MiniCluster("mc", cast(MiniClusterArgs, args))
-        for key in OUTPUTS:
-            pulumi.export(key, getattr(cluster, key))
-        return cluster
-
-    return run_pulumi(build, mocks=RegistrationRecorder(command_stdout=CERT))
-
-
-@pytest.mark.parametrize(
-    "autoscale_arg", [True, {"interval_seconds": 5}, {"idleSeconds": 30.0}, "annotation"]
-)
-def test_component_registers_the_account_and_no_size_patch(
-    run_pulumi: Callable[..., Any], autoscale_arg: Any
-) -> None:
-    if autoscale_arg == "annotation":
-        args: dict[str, Any] = {"spec": document("true")}
-    else:
-        args = {"spec": document(None), "autoscale": autoscale_arg}
-    run = deploy(run_pulumi, args)
-    types = [r.typ for r in run.resources]
-    for typ in (
-        "kubernetes:core/v1:ServiceAccount",
-        "kubernetes:rbac.authorization.k8s.io/v1:Role",
-        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
-    ):
-        assert types.count(typ) == 1, types
-    assert JOBPATCH not in types  # the size is the scaler's after creation
-    (job,) = [r for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
-    assert plain(job.inputs)["spec"]["parallelism"] == 2
-    assert job.options is not None
-    assert job.options.ignore_changes == JOB_IGNORE_CHANGES
-    assert run.exports["live_size"].value == 2
-
-
-def test_component_without_autoscale_keeps_its_size_patch(run_pulumi: Callable[..., Any]) -> None:
-    for args in ({"spec": document(None)}, {"spec": document("true"), "autoscale": False}):
-        run = deploy(run_pulumi, args)
-        types = [r.typ for r in run.resources]
-        assert JOBPATCH in types
-        assert not [t for t in types if "rbac" in t or t.endswith("ServiceAccount")]
-        assert run.exports["live_size"].value == 2
-
-
-def test_component_argument_refused_with_its_path() -> None:
-    with pytest.raises(SpecError) as err:
-        prepare("mc", {"spec": document(None), "autoscale": {"idle": 3}})
-    assert [p.path for p in err.value.problems] == ["autoscale.idle"]
 
 
 @pytest.mark.parametrize("simple", [True, False])

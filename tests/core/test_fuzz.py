@@ -143,12 +143,7 @@ def heredocs(script: str) -> dict[str, str]:
 
 def rendered_problems(manifests: list[dict[str, Any]]) -> list[str]:
     """What the API server would refuse in these objects; empty when all is well."""
-    problems = [
-        f"{m['kind']}/{m['metadata']['name']}: {e}"
-        for m in manifests
-        for e in kubecheck.schema_errors(m, K8S_VERSION)
-    ]
-    return problems + kubecheck.semantic_errors(manifests)
+    return kubecheck.refusals(manifests, (K8S_VERSION,))
 
 
 def config_map_data(manifests: list[dict[str, Any]]) -> dict[str, str]:

@@ -4,48 +4,31 @@ What a user relies on: ``--kube-version`` (and ``cluster.kubernetesVersion``, ``
 decides which Job fields are rendered; the release's own strict schemas accept every rendering;
 rank 0 decides completion only where its exit ends the work; a failure policy only with
 restartPolicy Never; every broker has a readiness probe; the policies catch hand-edited Jobs.
+Elsewhere: the stack config and the component, tests/deploy/test_kube_version_deploy.py; the
+command line, tests/cli/test_cli_kube_version.py; the policies,
+tests/policy/test_kube_version_policy.py.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
-from cli import minicluster
+from kubeversioncases import job_of, rendering_of
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import completion, exitcodes, kubeversion
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.kubeversion import JobField, KubeVersion
-from flux_minicluster.core.loading import load_file, parse
+from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render import jobfields, readiness
-from flux_minicluster.core.render.manifests import Rendering, render
-from flux_minicluster.deploy.component.minicluster import MiniCluster
-from flux_minicluster.deploy.offline.recorder import RegistrationRecorder
-from flux_minicluster.deploy.stack.stackconfig import ClusterConfig
-from flux_minicluster.policy import checker
-from flux_minicluster.policy.rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
+from flux_minicluster.core.render.manifests import render
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-CERT = (REPO / "tests" / "golden" / "fixed-curve.cert").read_text()
 NEW_FIELDS = ("successPolicy", "podReplacementPolicy", "podFailurePolicy", "backoffLimitPerIndex")
-
-
-def rendering_of(path: Path, version: str, **pod: Any) -> Rendering:
-    """An example rendered for ``version``, with pod options (restartPolicy...)."""
-    document = yaml.safe_load(path.read_text())
-    document["spec"]["pod"] = {**document["spec"].get("pod", {}), **pod}
-    return render(plans.build(parse(document), kubeversion.parse(version)), None)
-
-
-def job_of(path: Path, version: str, **pod: Any) -> dict[str, Any]:
-    return rendering_of(path, version, **pod).job
 
 
 # --- the release ------------------------------------------------------------------------------
@@ -203,67 +186,10 @@ def test_every_broker_and_no_sidecar_has_the_readiness_probe(source: str) -> Non
             assert "flux uptime" in script
 
 
-# --- the component, the stack config, the CLI -------------------------------------------------
-
-
-def test_the_stack_config_takes_a_quoted_release_and_refuses_a_yaml_number() -> None:
-    assert ClusterConfig.model_validate({"kubernetesVersion": "1.30"}).kubernetes_version == "1.30"
-    for bad, says in ((1.3, "quoted string"), ("1.20", "older than 1.25")):
-        with pytest.raises(ValueError, match=says):
-            ClusterConfig.model_validate({"kubernetesVersion": bad})
-
-
-def test_render_kube_version_on_the_command_line(tmp_path: Path) -> None:
-    new = minicluster("render", str(EXAMPLES / "batch.yaml"), "--kube-version", "1.33", cwd=REPO)
-    assert new.returncode == 0, new.stderr
-    assert "succeededIndexes: '0'" in new.stdout
-    assert "podReplacementPolicy: Failed" in new.stdout
-    old = minicluster("render", str(EXAMPLES / "batch.yaml"), "--kube-version", "1.24", cwd=REPO)
-    assert old.returncode == 2
-    assert old.stderr.strip().splitlines() == [
-        "--kube-version: Kubernetes 1.24 is older than 1.25, the oldest release whose strict "
-        "schemas flux-minicluster checks renderings against; give 1.25 or newer"
-    ]
-
-
-@pytest.mark.parametrize(("kube_version", "lead_decides"), [(None, True), ("1.29", False)])
-def test_the_component_renders_for_its_kube_version(
-    run_pulumi: Callable[..., Any], kube_version: str | None, lead_decides: bool
-) -> None:
-    args: dict[str, Any] = {"spec": EXAMPLES / "batch.yaml", "curve_cert": CERT}
-    if kube_version is not None:
-        args["kube_version"] = kube_version
-    run = run_pulumi(lambda: MiniCluster("mc", args), mocks=RegistrationRecorder())
-    (job,) = [r.inputs for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
-    assert ("successPolicy" in job["spec"]) == lead_decides
+# --- a new release ----------------------------------------------------------------------------
 
 
 def test_a_new_release_replaces_the_job_where_a_field_cannot_change() -> None:
     # every field the API server keeps immutable is one the renderer may add or drop: the new
     # Job fields, and a queued MiniCluster's managedBy (core.queueing)
     assert set(jobfields.IMMUTABLE) <= {*NEW_FIELDS, "managedBy"}
-
-
-# --- the policies -----------------------------------------------------------------------------
-
-
-def test_a_success_policy_on_a_burst_is_a_violation() -> None:
-    objects = render(plans.build(load_file(str(EXAMPLES / "bursting-child.yaml"))[0]), None)
-    job = copy.deepcopy(objects.job)
-    assert BURST_NO_SUCCESS_POLICY.resource_check is not None
-    assert BURST_NO_SUCCESS_POLICY.resource_check(job, {}) == []
-    job["spec"]["successPolicy"] = {"rules": [{"succeededIndexes": "0"}]}
-    assert "index 0 is a worker" in BURST_NO_SUCCESS_POLICY.resource_check(job, {})[0]
-    report = checker.check([job], {})
-    assert any(v.policy == "burst-no-success-policy" for v in report.violations)
-
-
-def test_a_failure_policy_with_restart_on_failure_is_a_violation() -> None:
-    job = job_of(EXAMPLES / "batch.yaml", "1.33", restartPolicy="Never")
-    check = FAILURE_POLICY_NEEDS_NEVER.resource_check
-    assert check is not None
-    assert check(job, {}) == []
-    job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
-    assert "needs spec.template.spec.restartPolicy Never" in check(job, {})[0]
-    report = checker.check([job], {})
-    assert any(v.policy == "failure-policy-needs-never" for v in report.violations)

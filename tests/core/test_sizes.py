@@ -5,17 +5,15 @@ etcd to store (1.5 MiB per request): the API server refuses each, but only once 
 has created everything before it. Rendering refuses them first (``validate``, ``render`` and
 the component all render), naming the spec field that made the object large; kubecheck applies
 the same rule to any manifest. tests/e2e/test_server_validation.py holds the rule against a
-real API server: the same limits, the same verdicts.
+real API server: the same limits, the same verdicts; tests/cli/test_cli_sizes.py the exit code
+and message of the command line.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from cli import minicluster
 from hypothesis import given
 from hypothesis import strategies as st
 from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
@@ -46,16 +44,6 @@ def test_an_object_too_large_is_refused_at_its_spec_field(
 def test_an_object_just_under_the_limits_renders(doc: dict[str, Any]) -> None:
     objects = render(build(parse(doc))).objects()
     assert not [e for e in kubecheck.semantic_errors(objects) if "too large" in e]
-
-
-@pytest.mark.parametrize("command", ["validate", "render"])
-def test_the_cli_refuses_a_large_object_with_exit_2(tmp_path: Path, command: str) -> None:
-    doc, field, _ = TOO_LARGE["command over 1 MiB"]
-    (tmp_path / "big.yaml").write_text(yaml.safe_dump(doc))
-    result = minicluster(command, "big.yaml", cwd=tmp_path)
-    assert result.returncode == 2, result.stderr[-500:]
-    assert result.stderr.startswith(f"big.yaml: {field}: makes ConfigMap big-entrypoint")
-    assert result.stdout == ""
 
 
 def test_a_secret_counts_its_decoded_data_and_string_data() -> None:

@@ -3,7 +3,9 @@
 The operator's own v1alpha1 specs (its e2e tests, samples, RESTful and multi-user examples)
 validate and render clean; each v1alpha1 default and each moved field lands where v1alpha2 keeps
 it; what v1alpha1 has that v1alpha2 lacks (operator-made volumes, the RESTful server, users and
-munge) becomes objects; and a v1alpha2 document keeps every byte it had.
+munge) becomes objects; and a v1alpha2 document keeps every byte it had. What the component
+exports and keeps of them is tests/deploy/test_v1alpha1_deploy.py's; a curve cert Secret through
+the CLI's renderer and the component, tests/cli/test_cli_v1alpha1.py's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from corpus import V1ALPHA1, corpus_files
+from v1alpha1cases import APP, Manifest, by, v1
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import credentials, kubeversion, layout
@@ -22,20 +25,6 @@ from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file, load_text, parse
 from flux_minicluster.core.render.manifests import render
-
-Manifest = dict[str, Any]
-
-
-def v1(spec: dict[str, Any], name: str = "mc") -> dict[str, Any]:
-    return {
-        "apiVersion": "flux-framework.org/v1alpha1",
-        "kind": "MiniCluster",
-        "metadata": {"name": name, "namespace": "hpc"},
-        "spec": spec,
-    }
-
-
-APP = {"image": "ghcr.io/rse-ops/lammps:flux-sched-focal"}
 
 
 @pytest.mark.parametrize("path", corpus_files(V1ALPHA1))
@@ -151,10 +140,6 @@ def objects_of(doc: dict[str, Any], cert: str | None) -> list[Manifest]:
     return render(plans.build(parse(doc)), cert).objects()
 
 
-def by(objects: list[Manifest], kind: str) -> list[Manifest]:
-    return [o for o in objects if o["kind"] == kind]
-
-
 @pytest.mark.parametrize("version", ["v1alpha1", "v1alpha2"])
 def test_operator_volumes_become_a_volume_and_a_claim(version: str, curve_cert: str) -> None:
     doc = v1(
@@ -262,42 +247,6 @@ def test_a_curve_cert_secret_of_the_users_replaces_ours() -> None:
     assert curve["secret"]["items"] == [{"key": "curve-cert", "path": "curve.cert"}]
 
 
-def test_with_a_curve_cert_secret_the_certificate_must_be_the_one_it_holds(
-    run_pulumi: Callable[..., Any], curve_cert: str, tmp_path: Path
-) -> None:
-    """The pod template's public key, the published certificate and the derived credentials
-    must describe the certificate the brokers mount, which only the caller can give."""
-    from flux_minicluster import MiniCluster
-    from flux_minicluster.cli.render import render_file
-    from flux_minicluster.core import certificate
-    from flux_minicluster.core import labels as lbl
-    from flux_minicluster.deploy.offline.recorder import COMMAND_TYPE, RegistrationRecorder
-
-    doc = v1({"flux": {"curveCertSecret": "site-curve"}, "containers": [{**APP, "command": "x"}]})
-    both = {
-        **doc,
-        "spec": {**doc["spec"], "flux": {**doc["spec"]["flux"], "curveCert": curve_cert}},
-    }
-    with pytest.raises(SpecError, match=r"spec.flux.curveCertSecret: cannot be used together"):
-        parse(both)
-    path = tmp_path / "mc.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(SpecError, match="give that certificate as --curve-cert FILE"):
-        render_file(str(path))
-    cert_file = tmp_path / "site.cert"
-    cert_file.write_text(curve_cert)
-    (job,) = by(render_file(str(path), curve_cert=cert_file), "Job")
-    annotations = job["spec"]["template"]["metadata"]["annotations"]
-    assert annotations[lbl.CURVE_PUBLIC_KEY_ANNOTATION] == certificate.parse(curve_cert).public_key
-
-    mocks = RegistrationRecorder()
-    run = run_pulumi(
-        lambda: MiniCluster("mc", {"spec": doc, "curve_cert": curve_cert}), mocks=mocks
-    )
-    assert mocks.of_type(COMMAND_TYPE) == [], "no keygen: the certificate is the Secret's"
-    assert run.resources
-
-
 DERIVED: dict[str, Callable[[str], str]] = {
     "munge key": credentials.munge_key,
     "RESTful token": credentials.restful_token,
@@ -338,57 +287,3 @@ def test_v1alpha2_examples_get_no_v1alpha1_objects(
         assert not kinds & {"PersistentVolume", "PersistentVolumeClaim"}
         names = [o["metadata"]["name"] for o in rendered(path)]
         assert not [n for n in names if n.endswith(("-restful", "-munge", "-users"))]
-
-
-# --- the component ------------------------------------------------------------------------------
-
-
-def test_the_component_exports_the_restful_server_and_keeps_its_secrets(
-    run_pulumi: Callable[..., Any], curve_cert: str
-) -> None:
-    import pulumi
-
-    from flux_minicluster import MiniCluster
-    from flux_minicluster.testing import MiniClusterMocks
-
-    spec = v1(
-        {
-            "users": [{"name": "peenut"}],
-            "containers": [APP],
-            "volumes": {"keep": {"path": "/k", "delete": False}, "scratch": {"path": "/s"}},
-        }
-    )
-
-    def program() -> None:
-        cluster = MiniCluster("mc", {"spec": spec})
-        for name in ("restful_url", "restful_user", "restful_token", "restful_secret_key"):
-            pulumi.export(name, getattr(cluster, name))
-
-    runs = [run_pulumi(program, mocks=MiniClusterMocks(curve_cert=curve_cert)) for _ in (1, 2)]
-    exports = runs[0].exports
-    assert exports["restful_url"].value == "http://mc-restful.hpc.svc.cluster.local:5000"
-    assert exports["restful_user"].value == "flux"
-    assert exports["restful_token"].secret
-    assert exports["restful_token"].value == credentials.restful_token(curve_cert)
-    # The client signs its token requests with the server's key: given, or derived.
-    assert exports["restful_secret_key"].secret
-    assert exports["restful_secret_key"].value == credentials.restful_secret_key(curve_cert)
-
-    def munge(run: Any) -> tuple[Any, bool]:
-        (secret,) = [r for r in run.resources if r.name == "mc-secret-mc-munge"]
-        from flux_minicluster.deploy.offline.recorder import contains_secret
-
-        return secret.plain_inputs["stringData"]["munge.key"], contains_secret(secret.inputs)
-
-    assert munge(runs[0]) == munge(runs[1]) == (credentials.munge_key(curve_cert), True)
-    retained = {
-        r.name: r.options.retain_on_delete if r.options else None
-        for r in runs[0].resources
-        if r.typ.startswith("kubernetes:core/v1:PersistentVolume")
-    }
-    assert retained == {
-        "mc-persistentvolume-hpc-mc-keep": True,
-        "mc-persistentvolumeclaim-mc-keep": True,
-        "mc-persistentvolume-hpc-mc-scratch": None,
-        "mc-persistentvolumeclaim-mc-scratch": None,
-    }

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import copy
 import runpy
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
+from plancases import once_each
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import hostlist, labels, layout
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.deploy.offline.recorder import (
+    RegistrationRecorder,
     plain,
     run_create_script,
     run_program,
@@ -423,3 +427,86 @@ def test_the_cross_field_rules_run_once_per_stack(
     run = _run(_config(stack), _root_outputs(rendered))
     (job,) = [r for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
     assert rule_runs == [plain(job.inputs)["metadata"]["name"]]
+
+
+# --- each fact derived once, every object declared up front ------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["local", "gke-root"])
+def test_a_stack_run_parses_its_spec_once_and_derives_each_fact_once(
+    stack: str, derivations: Counter[str]
+) -> None:
+    config, _ = stackrender.read_stack_config(project.find(ROOT), stack)
+    config[f"{PROJECT}:keygen"] = {"strategy": "builtin"}
+    run_program(
+        lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"),
+        mocks=stackrender.OfflineMocks(
+            command_stdout=(ROOT / "tests/golden/fixed-curve.cert").read_text()
+        ),
+        project=PROJECT,
+        stack=stack,
+        config=config,
+    )
+    once_each(derivations)
+
+
+def test_no_resource_is_declared_inside_an_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst stack, under the mocks with its root's outputs known: every object is declared at
+    the top of the program (a preview shows them all), none from an Output's callback."""
+    inside: list[bool] = []
+    declared: list[tuple[str, bool]] = []
+    original_apply = pulumi.Output.apply
+
+    def apply(self: Any, func: Callable[..., Any], run_with_unknowns: bool = False) -> Any:
+        def wrapped(value: Any) -> Any:
+            inside.append(True)
+            try:
+                return func(value)
+            finally:
+                inside.pop()
+
+        return original_apply(self, wrapped, run_with_unknowns)
+
+    original_init = pulumi.Resource.__init__
+
+    def init(self: Any, t: str, name: str, *args: Any, **kwargs: Any) -> None:
+        declared.append((name, bool(inside)))
+        original_init(self, t, name, *args, **kwargs)
+
+    monkeypatch.setattr(pulumi.Output, "apply", apply)
+    monkeypatch.setattr(pulumi.Resource, "__init__", init)
+    root_outputs = {
+        "leadName": "flux-root",
+        "leadSize": 2,
+        "leadBrokerAddress": "192.0.2.10",
+        "leadBrokerPort": 8050,
+        "burstClusters": [{"name": "eks-burst", "size": 2}, {"name": "aks-burst", "size": 2}],
+        "curveCert": (ROOT / "tests/golden/fixed-curve.cert").read_text(),
+    }
+    config, _ = stackrender.read_stack_config(project.find(ROOT), "eks-burst")
+    run = run_program(
+        lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"),
+        mocks=RegistrationRecorder(
+            stack_references={
+                "organization/flux-minicluster/gke-root": {
+                    "outputs": root_outputs,
+                    "secretOutputNames": ["curveCert"],
+                }
+            }
+        ),
+        project=PROJECT,
+        stack="eks-burst",
+        config=config,
+        preview=True,
+    )
+    assert declared
+    assert [name for name, in_apply in declared if in_apply] == []
+    kinds = sorted(
+        r.inputs["kind"]
+        for r in run.resources
+        if r.is_kubernetes_object and not r.typ.endswith("Patch")
+    )
+    assert kinds == ["ConfigMap", "Job", "Namespace", "NetworkPolicy", "Secret", "Service"]
+    assert run.exports["hostlist"].value == (
+        "192.0.2.10,flux-root-[1],eks-burst-[0-1],aks-burst-[0-1]"
+    )
