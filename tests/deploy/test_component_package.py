@@ -290,3 +290,39 @@ def test_spec_is_typed_with_every_v1alpha2_field_of_the_model() -> None:
                     if model_type and name not in legacy:
                         todo.append(inner)
     assert checked > 150
+
+
+def undescribed_spec_fields(types: dict[str, Any]) -> tuple[list[str], int]:
+    """Every type a typed ``spec`` reaches (from MiniClusterDocument and MiniClusterSpec) and
+    every property of one that has no description, as ``Type`` or ``Type.property``; and how
+    many types and properties were looked at."""
+    prefix = "minicluster:index:"
+    reached: set[str] = set()
+    todo = [f"{prefix}MiniClusterDocument", f"{prefix}MiniClusterSpec"]
+    while todo:
+        token = todo.pop()
+        if token not in reached:
+            reached.add(token)
+            todo += re.findall(r'"#/types/([^"]+)"', json.dumps(types[token]))
+    missing: list[str] = []
+    looked = 0
+    for token in sorted(reached):
+        name = token.removeprefix(prefix)
+        looked += 1
+        if not types[token].get("description", "").strip():
+            missing.append(name)
+        for key, prop in types[token].get("properties", {}).items():
+            looked += 1
+            if not prop.get("description", "").strip():
+                missing.append(f"{name}.{key}")
+    return missing, looked
+
+
+def test_every_spec_type_and_field_is_described() -> None:
+    """The SDKs of other languages document each field of a typed ``spec`` with the schema's
+    description, taken from the model's class and attribute docstrings (``core/spec.py``): every
+    type a spec reaches, and every property of one, has a description."""
+    types = json.loads(GOLDEN_SCHEMA.read_text())["types"]
+    missing, looked = undescribed_spec_fields(types)
+    assert not missing, f"add a docstring in core/spec.py for: {', '.join(missing)}"
+    assert looked > 200

@@ -142,8 +142,14 @@ def spec_types(package: str) -> dict[str, dict[str, Any]]:
         "properties": {
             "apiVersion": {"type": "string", "description": API_VERSION},
             "kind": {"type": "string", "description": "MiniCluster"},
-            "metadata": {"$ref": f"#/types/{prefix}{METADATA}"},
-            "spec": {"$ref": f"#/types/{prefix}{SPEC}"},
+            "metadata": {
+                "$ref": f"#/types/{prefix}{METADATA}",
+                "description": "The MiniCluster's name, namespace, labels and annotations.",
+            },
+            "spec": {
+                "$ref": f"#/types/{prefix}{SPEC}",
+                "description": "The MiniCluster spec, as the Flux Operator takes it.",
+            },
         },
         "required": ["apiVersion", "kind", "spec"],
     }
