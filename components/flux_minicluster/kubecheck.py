@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import kubeversion, names
+from flux_minicluster.core import kubeversion, names, podrules
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS, size_problems
 from flux_minicluster.core.quantity import resource_problems
@@ -407,7 +407,13 @@ def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> I
             )
             if not container.get("image"):
                 yield f"{path}.image: required"
-            yield from _resources(f"{path}.resources", _mapping(container.get("resources")))
+            resources = _mapping(container.get("resources"))
+            yield from _resources(f"{path}.resources", resources)
+            claims = [_mapping(c) for c in _list(resources.get("claims"))]
+            pod_claims = [_mapping(c).get("name") for c in _list(pod.get("resourceClaims"))]
+            if claims and (msg := podrules.claims_problem(claims, map(str, pod_claims))):
+                yield f"{path}.resources.{msg}"
+            yield from _profiles(f"{path}.securityContext", container.get("securityContext"))
             for j, port in enumerate(_list(container.get("ports"))):
                 port = _mapping(port)
                 yield from _port(f"{path}.ports[{j}].containerPort", port.get("containerPort"))
@@ -435,6 +441,14 @@ def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> I
                 mount_names.add(str(mname))
 
 
+def _profiles(where: str, context: Any) -> Iterator[str]:
+    """The seccomp and AppArmor profiles of a pod's or a container's securityContext."""
+    for field in ("seccompProfile", "appArmorProfile"):
+        profile = _mapping(_mapping(context).get(field))
+        if profile and (msg := podrules.profile_problem(profile)):
+            yield f"{where}.{field}.{msg}"
+
+
 def _pod_spec(where: str, pod: Mapping[str, Any], *, job: bool) -> Iterator[str]:
     restart = pod.get("restartPolicy")
     if job:
@@ -457,6 +471,7 @@ def _pod_spec(where: str, pod: Mapping[str, Any], *, job: bool) -> Iterator[str]
     yield from _labels(f"{where}.nodeSelector", pod.get("nodeSelector"))
     yield from _affinity(f"{where}.affinity", _mapping(pod.get("affinity")))
     yield from _tolerations(f"{where}.tolerations", pod.get("tolerations"))
+    yield from _profiles(f"{where}.securityContext", pod.get("securityContext"))
     if pod.get("overhead") and not pod.get("runtimeClassName"):
         yield (
             f"{where}.overhead: the RuntimeClass admission plugin refuses a pod with overhead "

@@ -256,6 +256,28 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "must be at least 0",
     ),
     (
+        "a container claim the pod cannot declare",
+        {"spec.containers.0.resources": {"claims": [{"name": "gpu"}]}},
+        "spec.containers[0].resources",
+        "claims: gpu must name a claim of the pod's resourceClaims",
+    ),
+    (
+        "Localhost seccomp profile without its name",
+        {"spec.containers.0.securityContext": {"seccompProfile": {"type": "Localhost"}}},
+        "spec.containers[0].securityContext.seccompProfile",
+        "localhostProfile: required when type is Localhost",
+    ),
+    (
+        "a profile name with another type",
+        {
+            "spec.pod.securityContext": {
+                "appArmorProfile": {"type": "RuntimeDefault", "localhostProfile": "p"}
+            }
+        },
+        "spec.pod.securityContext.appArmorProfile",
+        "localhostProfile: set only when type is Localhost",
+    ),
+    (
         "unqualified extended resource",
         {"spec.containers.0.resources": {"limits": {"gpu": 1}}},
         "spec.containers[0].resources",

@@ -524,6 +524,23 @@ RULES = [
     Rule("container names are unique", _m(_dup_container), "used by another container"),
     Rule("imagePullPolicy", _set(_jc, "imagePullPolicy")("Sometimes"), "imagePullPolicy"),
     Rule("image required", _set(_jc, "image")(""), "image: required"),
+    Rule(
+        "container claims name a pod resourceClaim",
+        _set(_jc, "resources", "claims")([{"name": "gpu"}]),
+        "resources.claims: gpu must name a claim",
+    ),
+    Rule(
+        "a Localhost seccomp profile is named",
+        _set(_jc, "securityContext", "seccompProfile")({"type": "Localhost"}),
+        "seccompProfile.localhostProfile: required",
+    ),
+    Rule(
+        "a profile name only with Localhost",
+        _set(_jpod, "securityContext", "appArmorProfile")(
+            {"type": "RuntimeDefault", "localhostProfile": "p"}
+        ),
+        "appArmorProfile.localhostProfile: set only when",
+    ),
     Rule("containerPort range", _set(_jc, "ports")([{"containerPort": 70000}]), "containerPort"),
     Rule(
         "hostPort range", _set(_jc, "ports")([{"containerPort": 80, "hostPort": 70000}]), "hostPort"

@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import layout
+from flux_minicluster.core import layout, podrules
 from flux_minicluster.core.quantity import parse_quantity, resource_problems
 
 API_GROUP = "flux-framework.org"
@@ -134,6 +134,15 @@ class SeccompProfile(SpecModel):
     """With Localhost: the profile file, relative to the kubelet's seccomp directory (Kubernetes'
     ``seccompProfile.localhostProfile``)."""
 
+    @model_validator(mode="after")
+    def _localhost(self) -> SeccompProfile:
+        problem = podrules.profile_problem(
+            {"type": self.type, "localhostProfile": self.localhost_profile}
+        )
+        if problem:
+            raise ValueError(problem)
+        return self
+
 
 class AppArmorProfile(SpecModel):
     """corev1.AppArmorProfile: the AppArmor profile of a container or a pod."""
@@ -143,6 +152,15 @@ class AppArmorProfile(SpecModel):
     localhost_profile: str | None = None
     """With Localhost: the name of a profile loaded on the node (Kubernetes'
     ``appArmorProfile.localhostProfile``)."""
+
+    @model_validator(mode="after")
+    def _localhost(self) -> AppArmorProfile:
+        problem = podrules.profile_problem(
+            {"type": self.type, "localhostProfile": self.localhost_profile}
+        )
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class WindowsSecurityContextOptions(SpecModel):
@@ -264,6 +282,9 @@ class Resources(SpecModel):
     def _acceptable(self) -> Resources:
         # What the API server would refuse when the Job is created, after the rest is.
         problems = list(resource_problems(self.limits, self.requests))
+        claims = podrules.claims_problem([{"name": c.name} for c in self.claims], ())
+        if claims:
+            problems.append(claims)
         if problems:
             raise ValueError("; ".join(problems))
         return self
