@@ -29,7 +29,7 @@ TOO_LARGE = {
     "command over 1 MiB": (
         spec(command="echo " + "x" * 1_100_000),
         "spec.containers[0].command",
-        "ConfigMap big-entrypoint too large: 1110",
+        "ConfigMap big-entrypoint too large: 111",
     ),
     "pod annotations over 256 KiB": (
         with_pod(spec(), annotations={"example.com/note": "x" * 300_000}),

@@ -7,6 +7,7 @@ line is asserted, as rank 0 and as a worker.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -1263,3 +1264,48 @@ def test_v1alpha1_corpus_snakemake_pre_runs_under_strict_mode(tmp_path: Path, bu
     (broker,) = [c for c in box.calls("sudo") if "start" in c]
     assert broker[:5] == ["sudo", "-u", "flux", "-E", "PYTHONPATH="]
     assert broker[-6:] == ["snakemake", "--cores", "1", "--flux", "--jobs", "1"]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["rank0", "worker"])
+def test_sigterm_to_the_entrypoint_reaches_the_broker_and_waits_for_its_shutdown(
+    index: int, sandbox: MakeSandbox
+) -> None:
+    """Kubernetes stops a container with SIGTERM to its entrypoint (PID 1, which a shell without
+    a handler ignores) and SIGKILL after the grace period: the entrypoint passes the signal to
+    the broker, which shuts down at once, and exits only once the broker is gone."""
+    box = sandbox({"size": 2, "interactive": True, "containers": [app()]})
+    proc = box.start("wait-0.sh", hostname=f"{NAME}-{index}", join="never")
+    try:
+        deadline = time.monotonic() + 30
+        while not box.broker_pid_file.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the broker never started"
+            time.sleep(0.05)
+        proc.send_signal(15)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + 15, stderr
+    assert box.broker_signals() == ["SIGTERM"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(box.broker_pid(), 0)
+
+
+def test_without_a_signal_the_entrypoint_exits_as_its_script_did(sandbox: MakeSandbox) -> None:
+    """The first copy only forwards signals: the pod's status is the script's, and a command
+    left running in the background does not hold the pod (as before)."""
+    pre = '/bin/sleep 300 > /dev/null 2>&1 &\necho "$!" > "${HOME}/daemon.pid"'
+    spec = {"size": 2, "containers": [app(command="true", commands={"pre": pre})]}
+    box = sandbox({**spec, "logging": {"strict": True}})
+    began = time.monotonic()
+    try:
+        result = box.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=3)
+    finally:
+        daemon = box.root / "home" / "daemon.pid"
+        if daemon.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(daemon.read_text()), 9)
+    assert result.returncode == 3, result.stderr
+    assert daemon.exists()
+    assert time.monotonic() - began < 30
