@@ -1266,14 +1266,21 @@ def test_v1alpha1_corpus_snakemake_pre_runs_under_strict_mode(tmp_path: Path, bu
     assert broker[-6:] == ["snakemake", "--cores", "1", "--flux", "--jobs", "1"]
 
 
-@pytest.mark.parametrize("index", [0, 1], ids=["rank0", "worker"])
+@pytest.mark.parametrize(
+    ("index", "pre"),
+    [(0, None), (1, None), (0, "trap '' TERM")],
+    ids=["rank0", "worker", "a-user-command-ignores-SIGTERM"],
+)
 def test_sigterm_to_the_entrypoint_reaches_the_broker_and_waits_for_its_shutdown(
-    index: int, sandbox: MakeSandbox
+    index: int, pre: str | None, sandbox: MakeSandbox
 ) -> None:
     """Kubernetes stops a container with SIGTERM to its entrypoint (PID 1, which a shell without
     a handler ignores) and SIGKILL after the grace period: the entrypoint passes the signal to
-    the broker, which shuts down at once, and exits only once the broker is gone."""
-    box = sandbox({"size": 2, "interactive": True, "containers": [app()]})
+    the broker, which shuts down at once, and exits only once the broker is gone, with 143
+    (128 + SIGTERM) even when the script went on to its end (a user command that ignores
+    SIGTERM): a stopped pod is never finished work, which would end its rank for the Job."""
+    commands = {"pre": pre} if pre else {}
+    box = sandbox({"size": 2, "interactive": True, "containers": [app(commands=commands)]})
     proc = box.start("wait-0.sh", hostname=f"{NAME}-{index}", join="never")
     try:
         deadline = time.monotonic() + 30
