@@ -6,11 +6,15 @@ that address: six brokers in one Flux instance.
 
 Then a burst holding a stale certificate: the root's certificate is rotated, a burst pod restarts
 with the old one, and its broker gives up with the join-timeout message (the timeout shortened
-through the pod's environment) instead of hanging.
+through the pod's environment) instead of hanging. Its pods run with ``restartPolicy: Never``, so
+the Job carries the pod failure policy: the join timeout's exit code (78, a configuration error
+no retry can fix) fails the whole Job at once, by that policy, instead of spending the retry
+budget.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import Toolchain, real_planes
 from fluxnodes import FluxPlane, expand_hostlist, wait_job_complete
-from kube import wait_until
+from kube import job, wait_until
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
 
 pytestmark = pytest.mark.flux
@@ -125,10 +129,9 @@ def test_a_burst_with_a_stale_certificate_gives_up_with_the_join_timeout_message
     root.up()
     plane.cp.kubectl("cordon", node)
     env = {"FLUX_MINICLUSTER_JOIN_TIMEOUT": str(JOIN_TIMEOUT_S), "ROUND": "stale"}
-    burst.set_object(
-        f"{PREFIX}:minicluster",
-        {"wait": "none", "spec": spec("eks-burst", 2, {"environment": env})},
-    )
+    stale = spec("eks-burst", 2, {"environment": env})
+    stale["spec"]["pod"] = {"restartPolicy": "Never"}  # the Job gets its pod failure policy
+    burst.set_object(f"{PREFIX}:minicluster", {"wait": "none", "spec": stale})
     burst.up()
     root.set(f"{PREFIX}:curveCert", new_certificate("flux-root"), secret=True, path=False)
     root.up()
@@ -149,4 +152,20 @@ def test_a_burst_with_a_stale_certificate_gives_up_with_the_join_timeout_message
     )
     assert f"within {JOIN_TIMEOUT_S}s" in line
     assert "re-run `pulumi up` on this burst stack" in line
-    e2e_report(f"stale burst: {line[:200]}")
+    gave_up_at = time.monotonic()
+
+    def failed() -> Any:
+        live = job(plane.cp, NAMESPACE, "eks-burst") or {}
+        conditions = (live.get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if (c["type"], c["status"]) == ("Failed", "True")), None)
+
+    verdict = wait_until("the burst's Job Failed", failed, timeout=90)
+    took = time.monotonic() - gave_up_at
+    assert verdict["reason"] == "PodFailurePolicy", verdict
+    assert "failed with exit code 78 matching FailJob rule" in verdict["message"], verdict
+    live = job(plane.cp, NAMESPACE, "eks-burst")
+    assert not live["status"].get("active"), live["status"]
+    e2e_report(
+        f"stale burst: {line[:200]}; the Job Failed {took:.1f}s later: {verdict['reason']}: "
+        f"{verdict['message']}"
+    )

@@ -97,6 +97,11 @@ def test_two_queued_miniclusters_of_real_brokers_run_one_after_the_other(
     assert phases[-1] == "succeeded", phases
     first_job = job(cp, NAMESPACE, "flux-first")
     assert condition(first_job, "Complete") == "True", first_job["status"]
+    # Kueue resumed the second only once the first had completed and released its quota (the
+    # Job controller stamps startTime when a suspended Job is resumed; RFC 3339, UTC).
+    second_job = job(cp, NAMESPACE, "flux-second")
+    finished, started = first_job["status"]["completionTime"], second_job["status"]["startTime"]
+    assert started >= finished, (finished, started)
     for name in ("flux-first", "flux-second"):
         found = status(cp, NAMESPACE, name)
         assert found["phase"] == "succeeded", found
@@ -106,7 +111,8 @@ def test_two_queued_miniclusters_of_real_brokers_run_one_after_the_other(
         assert log.count("hello world") >= 2, log[-2000:]
     e2e_report(
         f"real brokers, quota 2 pods: the second MiniCluster of 2 was {' -> '.join(phases)}; "
-        "both completed with rank 0 exit code 0"
+        f"the first completed at {finished}, the second was resumed at {started}; both "
+        "completed with rank 0 exit code 0"
     )
     second.destroy()
     first.destroy()

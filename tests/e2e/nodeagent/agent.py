@@ -153,6 +153,11 @@ class Api:
     def merge(self, path: str, patch: Any) -> Any:
         return self.call("PATCH", path, patch, "application/merge-patch+json")
 
+    def strategic(self, path: str, patch: Any) -> Any:
+        """A strategic merge patch: lists with a merge key (a pod's conditions, by type) are
+        merged, not replaced, so conditions others set (DisruptionTarget) are kept."""
+        return self.call("PATCH", path, patch, "application/strategic-merge-patch+json")
+
 
 KIND_PATHS = {"ConfigMap": "configmaps", "Secret": "secrets"}
 
@@ -400,7 +405,9 @@ class PodRun:
             c["lastTransitionTime"] = stamp
             c["lastProbeTime"] = None
         try:
-            self.agent.api.merge(
+            # As the kubelet does: its own conditions by type, and others' (the API server's
+            # DisruptionTarget on an evicted pod, which a pod failure policy reads) kept.
+            self.agent.api.strategic(
                 f"/api/v1/namespaces/{self.ns}/pods/{self.name}/status",
                 {"metadata": {"uid": self.uid}, "status": status},
             )
