@@ -31,6 +31,8 @@ from controlplane import BINARIES, ControlPlane
 from stackrun import Engine, copy_project, private_tmpdir
 
 E2E = Path(__file__).resolve().parent
+# Seconds one e2e test may take, setup included (the slowest take about 150 s on 2 cores).
+E2E_TEST_TIMEOUT_S = 900
 REPO = E2E.parents[1]
 BUILDER = E2E / "toolchain" / "build.py"
 
@@ -50,6 +52,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if E2E in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.e2e)
+            # A scenario that hangs fails alone, with its fixtures torn down, instead of holding
+            # the whole run (and CI) until an outer limit kills it with nothing said.
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(E2E_TEST_TIMEOUT_S))
             if not wanted:
                 item.add_marker(skip)
 

@@ -41,6 +41,7 @@ from stackrun import Engine
 from flux_minicluster.core import kubeversion
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.loading import parse
+from flux_minicluster.core.queueing import KUEUE_MANAGED_BY
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.policy.rules import FAILURE_POLICY_NEEDS_NEVER
 
@@ -461,3 +462,22 @@ def test_an_evicted_worker_is_replaced_only_once_gone_and_its_eviction_is_not_co
         + f"; failures counted: {counted}; rank 1 rejoined rank 0 each time"
     )
     stack.destroy()
+
+
+def test_a_multikueue_job_passes_through_to_the_api_server(flux_plane: FluxPlane) -> None:
+    """A queued MiniCluster for MultiKueue: the Job carries ``spec.managedBy`` (the built-in Job
+    controller leaves it to Kueue's MultiKueue), its queue and priority class labels, suspended;
+    the plane's API server (1.36, where managedBy is GA) takes it as it is."""
+    document = yaml.safe_load((EXAMPLES / "batch.yaml").read_text())
+    document["spec"]["jobLabels"] = {"kueue.x-k8s.io/priority-class": "hpc-high"}
+    plan = plans.build(parse(document), kubeversion.parse("1.36"))
+    job = render(plan, None, queue="team-a", managed_by=KUEUE_MANAGED_BY).job
+    assert job["spec"]["managedBy"] == KUEUE_MANAGED_BY
+    assert job["spec"]["suspend"] is True
+    labels = job["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "team-a"
+    assert labels["kueue.x-k8s.io/priority-class"] == "hpc-high"
+    cp = flux_plane.cp
+    cp.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace}})
+    accepted, message = cp.dry_run(job)
+    assert accepted, message
