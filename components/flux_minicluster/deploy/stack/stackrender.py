@@ -186,8 +186,12 @@ def cluster_notes(config: stackconfig.StackConfig) -> list[str]:
 def root_of(config: Mapping[str, Any]) -> str | None:
     """The root stack a burst stack names (``organization/<project>/<stack>``), if any."""
     bursting = config.get(f"{PROJECT}:bursting")
-    if isinstance(bursting, Mapping) and bursting.get("role") == stackconfig.ROLE_BURST:
-        root = bursting.get("rootStack")
+    key = stackconfig.BurstingConfig.model_fields  # the keys as the stack file spells them
+    if (
+        isinstance(bursting, Mapping)
+        and bursting.get(key["role"].alias or "role") == stackconfig.ROLE_BURST
+    ):
+        root = bursting.get(key["root_stack"].alias or "root_stack")
         if isinstance(root, str) and root:
             return root
     return None
