@@ -85,3 +85,48 @@ def _written_fieldset(value: Any) -> int:
                 total += len(json.dumps(f"v:{json.dumps(item)}" if item else f"i:{index}")) + 4
         return total
     return 2
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=6)
+        | st.dictionaries(st.text(max_size=8), children, max_size=6)
+        | st.lists(st.fixed_dictionaries({"name": st.text(max_size=6)}, optional={"v": children}))
+    ),
+    max_leaves=40,
+)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [0] * 20_000,  # falsy items are counted by index: the worst case
+        [""] * 5_000,
+        [{}] * 5_000,
+        [[]] * 5_000,
+        ["é" * 50] * 100,
+        [{"name": '"' * 20}] * 50,
+        {"\u2603" * 30: [False] * 300},
+    ],
+    ids=["zeros", "empty-strings", "empty-maps", "empty-lists", "non-ascii", "quotes", "mixed"],
+)
+def test_the_field_set_bound_holds_at_its_worst(value: Any) -> None:
+    _assert_bounded(value)
+
+
+@given(_JSON)
+def test_the_field_set_is_at_most_its_bound_times_the_json(value: Any) -> None:
+    """Rendering counts the stored size only of an object whose JSON is large enough to reach
+    the limit (``stored_bytes_may_exceed``): the bound it relies on."""
+    _assert_bounded(value)
+
+
+def _assert_bounded(value: Any) -> None:
+    import json
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    assert _written_fieldset(value) <= limits.FIELDSET_JSON_RATIO * len(text.encode())
+    assert limits.stored_bytes({"v": value}) <= (1 + limits.FIELDSET_JSON_RATIO) * len(
+        json.dumps({"v": value}, separators=(",", ":"), ensure_ascii=False).encode()
+    )

@@ -6,6 +6,7 @@ rendered objects (``kubecheck``) applies the same numbers, so both read them fro
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -59,6 +60,21 @@ def annotations_bytes(metadata: Any) -> int:
     return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in values.items())
 
 
+# The managedFields field set of a value is at most this many times its compact JSON (UTF-8):
+# each key costs its JSON plus 4 bytes against its JSON plus 2 in the object, a leaf 2 ({})
+# against at least 1, and a list item at most its JSON twice escaped plus 8, or an index
+# ("i:N") where the JSON has a falsy item of 1 or 2 bytes (0, "", [], {}), which is the worst:
+# about 6.5 times for a long list of zeros. tests/core/test_sizes.py holds the bound.
+FIELDSET_JSON_RATIO: Final = 8
+
+
+def stored_bytes_may_exceed(text: str, limit: int = MAX_STORED_BYTES) -> bool:
+    """Whether an object whose compact JSON is ``text`` could be past ``limit`` as stored: the
+    object and its field set together are at most 1 + FIELDSET_JSON_RATIO times the JSON, so a
+    small object needs no count at all (rendering counts every object it makes)."""
+    return (1 + FIELDSET_JSON_RATIO) * len(text.encode()) > limit
+
+
 def stored_bytes(manifest: Mapping[str, Any]) -> int:
     """An upper estimate of the bytes the API server asks etcd to store for ``manifest``.
 
@@ -68,8 +84,6 @@ def stored_bytes(manifest: Mapping[str, Any]) -> int:
     the server's own defaults add a few hundred bytes per container, inside the margin protobuf
     leaves.
     """
-    import json
-
     text = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False)
     return len(text.encode()) + _fieldset_bytes(manifest)
 
@@ -80,15 +94,11 @@ def _json_bytes(text: str) -> int:
     thousands of keys, and writing each was a quarter of validating the operator's corpus."""
     if text.isascii() and text.isprintable():
         return len(text) + 2 + text.count('"') + text.count("\\")
-    import json
-
     return len(json.dumps(text))
 
 
 def _fieldset_bytes(value: Any) -> int:
     """The JSON bytes of the managedFields field set of ``value`` (FieldsV1)."""
-    import json
-
     if isinstance(value, Mapping):
         # {"f:key":<child>,...}: the key's JSON, 2 for "f:", 1 for ':' and 1 for ','
         return 2 + sum(_json_bytes(str(k)) + 4 + _fieldset_bytes(v) for k, v in value.items())
@@ -132,7 +142,11 @@ def size_problems(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
                     f"{MAX_ANNOTATIONS_BYTES} (256 KiB) in total",
                 )
             )
-    if not out and (size := stored_bytes(manifest)) > MAX_STORED_BYTES:
+    if (
+        not out
+        and stored_bytes_may_exceed(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False))
+        and (size := stored_bytes(manifest)) > MAX_STORED_BYTES
+    ):
         out.append(
             (
                 "",

@@ -20,7 +20,6 @@ Pure: no Pulumi here. The Pulumi layer reads ``QueueSettings`` from the renderin
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -136,21 +135,19 @@ def _managed_by_problem(value: str) -> str | None:
 
 
 def queued_job(job: Mapping[str, Any], queue: QueueSettings | None) -> dict[str, Any]:
-    """The rendered Job, labelled for its LocalQueue and created suspended (a copy).
+    """The rendered Job, labelled for its LocalQueue and created suspended.
 
     ``spec.suspend: true`` (and ``spec.managedBy``, which the caller has checked the target
-    serves) go before the pod template, after the spec's other fields. An unqueued Job is
-    returned unchanged.
+    serves) go before the pod template, after the spec's other fields. ``job`` is not changed:
+    a queued Job is a new mapping sharing its pod template; an unqueued one is ``job`` itself.
     """
-    out = copy.deepcopy(dict(job))
     if queue is None:
-        return out
-    metadata = out["metadata"]
+        return dict(job)
+    metadata = dict(job["metadata"])
     metadata["labels"] = {**metadata.get("labels", {}), QUEUE_NAME_LABEL: queue.queue}
-    spec = out["spec"]
-    template = spec.pop("template")
+    spec = {k: v for k, v in dict(job["spec"]).items() if k != "template"}
     spec["suspend"] = True
     if queue.managed_by is not None:
         spec["managedBy"] = queue.managed_by
-    spec["template"] = template
-    return out
+    spec["template"] = job["spec"]["template"]
+    return {**job, "metadata": metadata, "spec": spec}
