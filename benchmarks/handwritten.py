@@ -5,10 +5,12 @@ A user moving off the Flux Operator without our package keeps the objects as YAM
 the ones ``minicluster render SPEC --curve-cert FILE -d DIR`` writes: the entrypoint ConfigMap
 with its scripts, the curve Secret, the NetworkPolicy, the headless Service, the Indexed Job)
 and declares each as its typed pulumi-kubernetes resource, after an explicit provider and the
-namespace, with the same await the component uses: the Job's ``pulumi.com/waitFor`` (already in
-the rendered Job) makes ``pulumi up`` return once every pod is Ready. Nothing of
-``flux_minicluster`` is imported. Destroy is pulumi-kubernetes' default: the Job is deleted with
-foreground propagation and awaited, then the namespace.
+namespace, with the same await the component uses: ``pulumi.com/waitFor`` on the Job, which a
+rendered folder does not carry (kubectl awaits nothing), added here as a user would, makes
+``pulumi up`` return once every pod is Ready (without it, pulumi-kubernetes would wait for a
+persistent Job to complete, for ever). Nothing of ``flux_minicluster`` is imported. Destroy is
+pulumi-kubernetes' default: the Job is deleted with foreground propagation and awaited, then the
+namespace.
 
 Config (namespace ``handwritten``): ``objects`` (the folder), ``namespace`` (created here),
 ``kubeconfig`` and ``context``.
@@ -75,9 +77,11 @@ def main() -> None:
         else:
             raise ValueError(f"{path}: a {kind} is not part of this program")
     for name, metadata, spec in jobs:
+        ready = f"jsonpath={{.status.ready}}={spec['parallelism']}"
+        annotations = {**metadata.get("annotations", {}), "pulumi.com/waitFor": ready}
         k8s.batch.v1.Job(
             name,
-            metadata=metadata,
+            metadata={**metadata, "annotations": annotations},
             spec=spec,
             opts=pulumi.ResourceOptions(provider=provider, depends_on=[ns, *before_job]),
         )
