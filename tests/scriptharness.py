@@ -352,45 +352,10 @@ class Sandbox:
 
     # --- running ------------------------------------------------------------------------
 
-    def run(
-        self,
-        script: str,
-        *,
-        hostname: str,
-        failures: int = 0,
-        fail_rc: int = 1,
-        exit_rc: int = 0,
-        run_program: bool = False,
-        join: float | str = 0,
-        run_seconds: float = 0,
-        parent_endpoint: str | None = None,
-        sleep_real: float | None = None,
-        env: Mapping[str, str] | None = None,
-        text: str | None = None,
-        existing_users: tuple[str, ...] = (),
-    ) -> subprocess.CompletedProcess[str]:
-        """Run one entrypoint key (or ``text``) with bash, as its container would, to its end.
-
-        ``join``: seconds a started broker takes to join its parent, or ``"never"``;
-        ``run_seconds``: how long it then runs; ``parent_endpoint``: what it answers for
-        ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init);
-        ``existing_users``: the users the image already has (``id -u`` knows them).
-        """
-        proc = self.start(
-            script,
-            hostname=hostname,
-            failures=failures,
-            fail_rc=fail_rc,
-            exit_rc=exit_rc,
-            run_program=run_program,
-            join=join,
-            run_seconds=run_seconds,
-            parent_endpoint=parent_endpoint,
-            sleep_real=sleep_real,
-            env=env,
-            text=text,
-            existing_users=existing_users,
-        )
+    def run(self, script: str, **options: Any) -> subprocess.CompletedProcess[str]:
+        """Run one entrypoint key (or ``text``) with bash, as its container would, to its end;
+        ``options`` are ``start``'s."""
+        proc = self.start(script, **options)
         try:
             stdout, stderr = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -415,7 +380,14 @@ class Sandbox:
         text: str | None = None,
         existing_users: tuple[str, ...] = (),
     ) -> subprocess.Popen[str]:
-        """``run``, started and not waited for (a test signals it, as the kubelet would)."""
+        """Start one entrypoint key (or ``text``) with bash, as its container would, and return
+        at once (``run`` waits for it; a test may signal it, as the kubelet would).
+
+        ``join``: seconds a started broker takes to join its parent, or ``"never"``;
+        ``run_seconds``: how long it then runs; ``parent_endpoint``: what it answers for
+        ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init);
+        ``existing_users``: the users the image already has (``id -u`` knows them).
+        """
         body = self.rewrite(text if text is not None else self.data[script], script)
         path = self.root / f"run-{script}"
         path.write_text(body)

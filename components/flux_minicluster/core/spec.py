@@ -12,7 +12,7 @@ once, in ``plan``.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -125,6 +125,16 @@ class SELinuxOptions(SpecModel):
     """SELinux user label (Kubernetes' ``seLinuxOptions.user``)."""
 
 
+def _named_when_localhost(profile: Any) -> Any:
+    """A seccomp or AppArmor profile names its profile exactly when its type is Localhost."""
+    problem = podrules.profile_problem(
+        {"type": profile.type, "localhostProfile": profile.localhost_profile}
+    )
+    if problem:
+        raise ValueError(problem)
+    return profile
+
+
 class SeccompProfile(SpecModel):
     """corev1.SeccompProfile: the seccomp profile of a container or a pod."""
 
@@ -134,14 +144,7 @@ class SeccompProfile(SpecModel):
     """With Localhost: the profile file, relative to the kubelet's seccomp directory (Kubernetes'
     ``seccompProfile.localhostProfile``)."""
 
-    @model_validator(mode="after")
-    def _localhost(self) -> SeccompProfile:
-        problem = podrules.profile_problem(
-            {"type": self.type, "localhostProfile": self.localhost_profile}
-        )
-        if problem:
-            raise ValueError(problem)
-        return self
+    _localhost = model_validator(mode="after")(_named_when_localhost)
 
 
 class AppArmorProfile(SpecModel):
@@ -153,14 +156,7 @@ class AppArmorProfile(SpecModel):
     """With Localhost: the name of a profile loaded on the node (Kubernetes'
     ``appArmorProfile.localhostProfile``)."""
 
-    @model_validator(mode="after")
-    def _localhost(self) -> AppArmorProfile:
-        problem = podrules.profile_problem(
-            {"type": self.type, "localhostProfile": self.localhost_profile}
-        )
-        if problem:
-            raise ValueError(problem)
-        return self
+    _localhost = model_validator(mode="after")(_named_when_localhost)
 
 
 class WindowsSecurityContextOptions(SpecModel):
