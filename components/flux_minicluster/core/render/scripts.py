@@ -46,10 +46,11 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import exitcodes, layout, scaler, templating
+from flux_minicluster.core import exitcodes, layout, templating
 from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml, hostlist_file
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
@@ -74,6 +75,8 @@ __all__ = [
 INIT_TEMPLATE = "flux-init.sh.j2"
 WAIT_TEMPLATE = "wait.sh.j2"
 START_TEMPLATE = "start.sh.j2"
+# The scaler rank 0 runs; its source goes into the entrypoint ConfigMap (see scaler_source).
+SCALER_MODULE = "flux_minicluster.core.scaler"
 
 # commands.script is written here and becomes the command (the operator's path).
 CUSTOM_SCRIPT = "/tmp/custom-entrypoint.sh"
@@ -125,9 +128,20 @@ def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
         if container.wrapped:
             data[layout.start_script(index)] = start_script(plan, index)
     if plan.autoscale is not None:
-        # The scaler as it is in this package (the file the tests exercise), run by rank 0.
-        data[autoscaling.SCALER_KEY] = Path(scaler.__file__).read_text(encoding="utf-8")
+        data[autoscaling.SCALER_KEY] = scaler_source()
     return {key: data[key] for key in sorted(data)}
+
+
+def scaler_source() -> str:
+    """The scaler as it is in this package (the file the tests exercise), run by rank 0.
+
+    Read from its file, not imported: the scaler's HTTP client (ssl, urllib, email) is rank 0's
+    to load, not every ``validate`` or ``render``'s.
+    """
+    spec = importlib.util.find_spec(SCALER_MODULE)
+    if spec is None or spec.origin is None:  # an installation without the package's own file
+        raise FileNotFoundError(SCALER_MODULE)
+    return Path(spec.origin).read_text(encoding="utf-8")
 
 
 def init_script(plan: MiniClusterPlan) -> str:
