@@ -292,6 +292,29 @@ def test_pod_template_fields(rendered: Rendered, by_kind: ByKind, job_pod: JobPo
         assert absent not in plain
 
 
+@pytest.mark.parametrize(
+    ("app", "view", "expected"),
+    [
+        (None, "view-cred", ["view-cred"]),
+        ("app-cred", "view-cred", ["app-cred", "view-cred"]),
+        ("same", "same", ["same"]),
+        ("app-cred", None, ["app-cred"]),
+        (None, None, None),
+    ],
+)
+def test_the_flux_views_pull_secret_pulls_its_image(
+    rendered: Rendered, job_pod: JobPod, app: str | None, view: str | None, expected: Any
+) -> None:
+    """The operator ignores flux.container.imagePullSecret; a private view image needs it."""
+    container: dict[str, Any] = {"image": "ubuntu:24.04", "command": "echo hi"}
+    if app:
+        container["imagePullSecret"] = app
+    flux = {"container": {"imagePullSecret": view}} if view else {}
+    pod = job_pod(rendered(mini(containers=[container], flux=flux)))
+    secrets = pod.get("imagePullSecrets")
+    assert secrets == (None if expected is None else [{"name": n} for n in expected])
+
+
 def test_the_whole_pod_security_context_is_applied(rendered: Rendered, job_pod: JobPod) -> None:
     context = {
         "fsGroup": 1000,

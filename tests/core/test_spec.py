@@ -11,7 +11,7 @@ from corpus import EXAMPLES, corpus_files
 
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_file, load_text, parse
+from flux_minicluster.core.loading import V1ALPHA2_NOTES, load_file, load_text, parse
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
 
 
@@ -605,12 +605,29 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "did you mean 'privileged'",
     ),
     (
+        "view pull secret not a Secret name",
+        {"spec.flux.container.imagePullSecret": "Reg_Cred"},
+        "spec.flux.container.imagePullSecret",
+        "DNS-1123 subdomain",
+    ),
+    (
         "bad toleration effect",
         {"spec.pod.tolerations": [{"key": "k", "effect": "Sometimes"}]},
         "spec.pod.tolerations[0].effect",
         "must be one of",
     ),
 ]
+
+
+@pytest.mark.parametrize("field", sorted(V1ALPHA2_NOTES), ids=".".join)
+def test_a_field_the_v1alpha2_operator_ignores_is_a_warning(field: tuple[str, ...]) -> None:
+    """Accepted (the operator accepts it), said at its own path, and only when it is set."""
+    doc = base()
+    assert parse(copy.deepcopy(doc)).warnings == ()
+    value = {"data": {"path": "/data"}} if field == ("volumes",) else "x"
+    _set(doc, "spec." + ".".join(field), value)
+    warnings = parse(doc).warnings
+    assert [w.path for w in warnings] == ["spec." + ".".join(field)]
 
 
 @pytest.mark.parametrize(

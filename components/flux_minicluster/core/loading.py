@@ -197,6 +197,38 @@ def _api_version(document: Mapping[str, Any] | MiniClusterSpec) -> str:
     return API_VERSION
 
 
+# Fields a v1alpha2 document may set that the operator's v1alpha2 controller accepts and then
+# ignores: a user who sets one expects something of it, so each is said once, with what it does
+# here.
+V1ALPHA2_NOTES: dict[tuple[str, ...], str] = {
+    ("volumes",): (
+        "is a v1alpha1 field, which the operator's v1alpha2 controller drops; here it creates "
+        "the volumes and claims as v1alpha1 did"
+    ),
+    ("flux", "arch"): (
+        "has no effect (the operator ignores it too): the flux view's image decides the "
+        "architecture; set flux.container.image, or arm in the stack's cluster config"
+    ),
+    ("flux", "mungeSecret"): (
+        f"the operator's v1alpha2 controller ignores it; here the Secret is mounted at "
+        f"{layout.MUNGE_DIR} (it must exist, or the pods do not start), and nothing in a v1alpha2 "
+        "cluster starts munge"
+    ),
+}
+
+
+def v1alpha2_notes(data: Mapping[str, Any]) -> list[Problem]:
+    """Warnings for the fields of ``V1ALPHA2_NOTES`` a v1alpha2 spec sets (to anything but null)."""
+    found = []
+    for path, note in V1ALPHA2_NOTES.items():
+        value: Any = data
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is not None:
+            found.append(Problem("spec." + ".".join(path), note))
+    return found
+
+
 def _validate_spec(
     data: Mapping[str, Any],
     api_version: str,
@@ -219,14 +251,8 @@ def _validate_spec(
             return None, False, None
         data = conversion.data
         warnings += conversion.warnings
-    elif api_version == API_VERSION and "volumes" in data:
-        warnings.append(
-            Problem(
-                "spec.volumes",
-                "is a v1alpha1 field, which the operator's v1alpha2 controller drops; here it "
-                "creates the volumes and claims as v1alpha1 did",
-            )
-        )
+    elif api_version == API_VERSION:
+        warnings += v1alpha2_notes(data)
     # The internal model takes every feature; only a v1alpha2 document is refused v1alpha1's.
     context = API_VERSION if api_version == API_VERSION else API_VERSION_V1ALPHA1
     try:

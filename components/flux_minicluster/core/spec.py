@@ -406,7 +406,8 @@ class FluxContainer(SpecModel):
     """Resources of the init container, replacing the defaults (requests 100m CPU, 64Mi memory,
     1Gi ephemeral storage; limits 1, 256Mi, 8Gi)."""
     image_pull_secret: str | None = None
-    """Unused, as with the operator: pull secrets come from ``containers[].imagePullSecret``."""
+    """A Secret to pull the flux view's image with (a private registry), added to the broker
+    pods' imagePullSecrets; the operator ignores it."""
     image: str = DEFAULT_VIEW_IMAGE
     """Image with the flux view at /opt/view; default
     ghcr.io/converged-computing/flux-view-ubuntu:tag-noble."""
@@ -482,7 +483,8 @@ class FluxSpec(SpecModel):
     container: FluxContainer = Field(default_factory=FluxContainer)
     """The init container that brings Flux into every pod (the flux view)."""
     arch: str | None = None
-    """Unused, as with the operator."""
+    """Has no effect, as with the operator (a warning says so): the view image decides the
+    architecture."""
     submit_command: str | None = None
     """Replaces ``flux submit`` in submit mode, e.g. ``flux mini submit`` for an older Flux."""
     wrap: str | None = None

@@ -720,6 +720,9 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem("spec.flux.container.name", msg)
     if msg := names.image_reference(flux.container.image):
         yield Problem("spec.flux.container.image", msg)
+    pull_secret = flux.container.image_pull_secret
+    if pull_secret is not None and (msg := names.dns1123_subdomain(pull_secret)):
+        yield Problem("spec.flux.container.imagePullSecret", msg)
     if not flux.container.mount_path.startswith("/"):
         yield Problem(
             "spec.flux.container.mountPath",

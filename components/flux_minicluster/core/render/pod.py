@@ -252,12 +252,24 @@ def affinity(plan: MiniClusterPlan, *, brokers: bool) -> dict[str, Any] | None:
     return out or None
 
 
-def image_pull_secrets(containers: Iterable[Container]) -> list[dict[str, str]]:
-    names = dict.fromkeys(c.image_pull_secret for c in containers if c.image_pull_secret)
-    return [{"name": name} for name in names if name]
+def broker_pull_secrets(plan: MiniClusterPlan) -> list[str | None]:
+    """The Secrets a broker pod pulls its images with: each container's, then the flux view's.
+
+    The operator ignores ``flux.container.imagePullSecret``, so a view image in a private
+    registry never pulls there; here it is one more of the pod's ``imagePullSecrets``.
+    """
+    return [
+        *(c.image_pull_secret for c in plan.spec.containers),
+        plan.spec.flux.container.image_pull_secret,
+    ]
 
 
-def common_pod_fields(plan: MiniClusterPlan, containers: Iterable[Container]) -> dict[str, Any]:
+def image_pull_secrets(names: Iterable[str | None]) -> list[dict[str, str]]:
+    """The pod's ``imagePullSecrets``: each Secret named once, in the order given."""
+    return [{"name": name} for name in dict.fromkeys(names) if name]
+
+
+def common_pod_fields(plan: MiniClusterPlan, pull_secrets: Iterable[str | None]) -> dict[str, Any]:
     """Pod fields the broker pods and the services Pod share, each only when the spec sets it.
 
     ``automountServiceAccountToken`` is always written (false by default), as the operator does:
@@ -278,6 +290,6 @@ def common_pod_fields(plan: MiniClusterPlan, containers: Iterable[Container]) ->
         out["runtimeClassName"] = pod.runtime_class_name
     user = dump(pod.security_context) if pod.security_context is not None else None
     out["securityContext"] = hardening.pod_seccomp(user)
-    if secrets := image_pull_secrets(containers):
+    if secrets := image_pull_secrets(pull_secrets):
         out["imagePullSecrets"] = secrets
     return out
