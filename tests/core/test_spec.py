@@ -604,6 +604,18 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "spec.containers[0].securityContext.privilegd",
         "did you mean 'privileged'",
     ),
+    *(
+        (
+            f"lead broker port {port}",
+            {
+                "spec.flux.bursting.leadBroker": {"name": "root", "size": 2, "port": port},
+                "spec.flux.bursting.clusters": [{"name": "flux-sample"}],
+            },
+            "spec.flux.bursting.leadBroker.port",
+            "must be greater than or equal to 1",  # the schema's minimum, one message
+        )
+        for port in (0, -1)
+    ),
     (
         "view pull secret not a Secret name",
         {"spec.flux.container.imagePullSecret": "Reg_Cred"},

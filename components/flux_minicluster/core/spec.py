@@ -446,7 +446,7 @@ class FluxBroker(SpecModel):
     size: Annotated[int, Field(ge=1)]
     """How many ranks the lead holds (the root's maxSize), ahead of the clusters in
     ``bursting.clusters``."""
-    port: Annotated[int, Field(ge=0, le=65535)] = layout.BROKER_PORT
+    port: Annotated[int, Field(ge=1, le=65535)] = layout.BROKER_PORT
     """Port of the lead's rank 0 at ``address``; default 8050."""
 
 

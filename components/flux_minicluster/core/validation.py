@@ -816,8 +816,6 @@ def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem(f"{base}.leadBroker.name", msg)
     if too_many := _past_indexed_limit(f"{base}.leadBroker.size", lead.size):
         yield too_many
-    if lead.port < 1:
-        yield Problem(f"{base}.leadBroker.port", f"must be between 1 and 65535, got {lead.port}")
     if lead.name == mc.name:
         yield Problem(
             f"{base}.leadBroker.name",
