@@ -11,6 +11,8 @@ import contextlib
 import copy
 import json
 import os
+import pty
+import select
 import shlex
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import pytest
 from corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one
 from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
 
-from flux_minicluster.core import layout
+from flux_minicluster.core import layout, templating
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.exitcodes import SETUP_FAILED
 from flux_minicluster.core.plan import MiniClusterPlan
@@ -1316,3 +1318,94 @@ def test_without_a_signal_the_entrypoint_exits_as_its_script_did(sandbox: MakeSa
     assert result.returncode == 3, result.stderr
     assert daemon.exists()
     assert time.monotonic() - began < 30
+
+
+def _forwarding(tmp_path: Path, body: str) -> Path:
+    """A script of the signal-forwarding prologue every entrypoint starts with, then ``body``."""
+    text = templating.environment().from_string(
+        '{% import "_macros.sh.j2" as m %}#!/bin/bash\n{{ m.forward_signals() }}\n' + body + "\n"
+    )
+    script = tmp_path / "entrypoint.sh"
+    script.write_text(text.render())
+    return script
+
+
+def _on_a_terminal(script: Path, timeout: float = 20) -> tuple[int, str]:
+    """Run ``script`` with a controlling terminal, as a container with ``tty: true`` runs its
+    entrypoint: its exit code and what it wrote."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a session of its own whose controlling terminal is the pty
+        os.execv("/bin/bash", ["/bin/bash", str(script)])
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:  # EIO: every process holding the terminal has ended
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        else:
+            raise AssertionError(f"still running after {timeout} s: {out.decode()!r}")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("stty -echo && echo stty-ok", "stty-ok"),
+        ('read -r line; echo "read ended: $?"', "read ended: 1"),
+    ],
+    ids=["stty", "read"],
+)
+def test_a_command_that_touches_the_terminal_is_not_stopped_for_ever(
+    tmp_path: Path, body: str, said: str
+) -> None:
+    """Every container has ``tty: true`` and the entrypoint's child runs in a process group that
+    is not the terminal's foreground: stty works and a read from the terminal fails, where the
+    kernel used to stop the child (SIGTTOU, SIGTTIN) and the pod hung until it was killed."""
+    code, out = _on_a_terminal(_forwarding(tmp_path, body + "\nexit 0"))
+    assert said in out
+    assert code == 0, out
+
+
+def test_a_shell_in_posix_mode_still_exits_as_its_script_did(tmp_path: Path) -> None:
+    """POSIXLY_CORRECT in an image or a container's environment: bash in POSIX mode forgets a
+    child's status once a wait has reported it, so the status is kept from that wait."""
+    script = _forwarding(tmp_path, "exit 3")
+    proc = subprocess.run(
+        ["/bin/bash", str(script)],
+        env={**os.environ, "POSIXLY_CORRECT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert proc.returncode == 3, proc.stderr
+
+
+def test_sigint_stops_what_the_script_started_in_the_background(tmp_path: Path) -> None:
+    """What a non-interactive shell starts with & ignores SIGINT (a broker, the autoscaler, a
+    user's daemon): after passing SIGINT on, the entrypoint sends SIGTERM, so that a container
+    stopped with SIGINT (an image's STOPSIGNAL) does not wait for them until it is killed."""
+    script = _forwarding(tmp_path, "/bin/sleep 60 &\nwait $!")
+    proc = subprocess.Popen(["/bin/bash", str(script)], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        began = time.monotonic()
+        proc.send_signal(2)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + 2, stderr
+    assert time.monotonic() - began < 10
