@@ -47,7 +47,7 @@ def job(
 
 
 def pod(index: int, exit_code: int | None, *, created: str = "2026-11-24T23:00:00Z",
-        restarted: bool = False) -> dict[str, Any]:  # fmt: skip
+        restarted: bool = False, owner: str = UID) -> dict[str, Any]:  # fmt: skip
     terminated = (
         None
         if exit_code is None
@@ -65,6 +65,7 @@ def pod(index: int, exit_code: int | None, *, created: str = "2026-11-24T23:00:0
             "name": f"{NAME}-{index}-x",
             "creationTimestamp": created,
             "labels": {"batch.kubernetes.io/job-completion-index": str(index), "job-name": NAME},
+            "ownerReferences": [{"kind": "Job", "name": NAME, "uid": owner, "controller": True}],
         },
         "status": {"containerStatuses": [sidecar, container]},
     }
@@ -210,3 +211,43 @@ def test_the_job_alone_tells_queued_or_admitted(
     assert found.admission is not None
     assert found.admission.admitted is admitted
     assert found.admission.message.startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("condition", "phase"),
+    [
+        (cond("SuccessCriteriaMet", reason="SuccessPolicy", message="Matched rules at index 0"),
+         "succeeded"),
+        (cond("FailureTarget", reason="PodFailurePolicy", message=FAILED_ON_78), "failed"),
+    ],
+    ids=["success-criteria-met", "failure-target"],
+)  # fmt: skip
+def test_the_outcome_is_known_before_every_pod_has_terminated(
+    condition: dict[str, Any], phase: str
+) -> None:
+    """From 1.31 the Job controller sets SuccessCriteriaMet or FailureTarget first, and Complete
+    or Failed only once every pod is gone (a pod on a lost node can hold that up for long)."""
+    deciding = job(active=3, conditions=[condition])
+    found = status.interpret(NAME, "ns", deciding)
+    assert (found.phase, found.running) == (phase, False)
+    assert found.reason == f"{condition['reason']}: {condition['message']}"
+    if phase == "failed":
+        assert found.exit_code == 78, "the Job alone tells rank 0's code from FailureTarget"
+
+
+def test_rank_0_of_a_long_name_is_found_in_its_cut_pod_name() -> None:
+    """The Job controller cuts <job>-<index>- to 58 characters; a 57-character name is valid."""
+    name = "a" * 57
+    assert status.indexed_pod_prefix(name, 0) == "a" * 55 + "-0-"
+    assert status.indexed_pod_prefix(NAME, 12) == f"{NAME}-12-"
+    message = f"Container {name} for pod ns/{'a' * 55}-0-x7k2p failed with exit code 78 matching"
+    assert status.failure_policy_exit_code(name, {"message": message}) == 78
+    worker = message.replace("-0-x7k2p", "-1-x7k2p")
+    assert status.failure_policy_exit_code(name, {"message": worker}) is None
+
+
+def test_pods_an_earlier_job_of_the_same_name_left_are_not_read() -> None:
+    """They carry the same job-name label until they are gone; the Job's uid tells them apart."""
+    done = job(conditions=[cond("Complete")])
+    old = pod(0, 1, created="2026-11-24T23:09:00Z", owner="an-earlier-job")
+    assert status.interpret(NAME, "ns", done, [pod(0, 0), old], []).exit_code == 0

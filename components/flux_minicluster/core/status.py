@@ -41,7 +41,9 @@ __all__ = [
     "MiniClusterStatus",
     "Phase",
     "failure_policy_exit_code",
+    "indexed_pod_prefix",
     "interpret",
+    "owned_pods",
     "rank0_exit_code",
     "workload_of",
 ]
@@ -119,6 +121,13 @@ def _true(conditions: Mapping[str, Mapping[str, Any]], kind: str) -> bool:
     return str(conditions.get(kind, {}).get("status")) == "True"
 
 
+def _first_true(
+    conditions: Mapping[str, Mapping[str, Any]], *kinds: str
+) -> Mapping[str, Any] | None:
+    """The first of ``kinds`` whose condition is True, or None."""
+    return next((conditions[k] for k in kinds if _true(conditions, k)), None)
+
+
 def _said(condition: Mapping[str, Any] | None) -> str | None:
     if not condition:
         return None
@@ -163,16 +172,45 @@ _FAILED_ON_EXIT: Final = re.compile(
 )
 
 
+# The Job controller's longest generateName prefix of a pod (63 less 5 random characters).
+_MAX_GENERATED_PREFIX: Final = 58
+
+
+def indexed_pod_prefix(job_name: str, index: int) -> str:
+    """The generateName prefix the Job controller gives the pods of ``index``: ``<job>-<i>-``,
+    with the Job's name cut so that the prefix fits 58 characters (``podGenerateNameWithIndex``)."""
+    suffix = f"-{index}-"
+    prefix = job_name + suffix
+    if len(prefix) > _MAX_GENERATED_PREFIX:
+        prefix = job_name[: _MAX_GENERATED_PREFIX - len(suffix)] + suffix
+    return prefix
+
+
 def failure_policy_exit_code(name: str, failed: Mapping[str, Any] | None) -> int | None:
-    """Rank 0's exit code as the Job's ``Failed`` condition says it, when a pod failure policy
-    rule matched rank 0's Flux container (``Container <c> for pod <ns>/<job>-0-<x> failed with
-    exit code <n> matching FailJob rule at index <i>``); None otherwise."""
+    """Rank 0's exit code as the Job's failure condition (``FailureTarget``, then ``Failed``)
+    says it, when a pod failure policy rule matched rank 0's Flux container (``Container <c> for
+    pod <ns>/<job>-0-<x> failed with exit code <n> matching FailJob rule at index <i>``); None
+    otherwise."""
     found = _FAILED_ON_EXIT.search(str((failed or {}).get("message") or ""))
     if found is None or found["container"] != name:
         return None
-    if not found["pod"].startswith(f"{name}-0-"):  # an Indexed Job's pod: <job>-<index>-<x>
+    if not found["pod"].startswith(indexed_pod_prefix(name, 0)):
         return None
     return int(found["code"])
+
+
+def owned_pods(
+    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The pods of ``job`` itself (by its uid), not those an earlier Job of the same name left
+    behind, which carry the same ``job-name`` label until they are gone."""
+    uid = (job.get("metadata") or {}).get("uid")
+    return [
+        p
+        for p in pods
+        if uid is None
+        or any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+    ]
 
 
 def _admission(queue: str, suspended: bool, workload: Mapping[str, Any] | None) -> Admission:
@@ -229,8 +267,13 @@ def interpret(
     size = int(spec.get("parallelism") or spec.get("completions") or 0)
     joined = int(status.get("ready") or 0)
     suspended = spec.get("suspend") is True
-    succeeded = _true(conditions, "Complete")
-    failed = _true(conditions, "Failed")
+    # From 1.31 the Job controller first sets SuccessCriteriaMet or FailureTarget, and Complete
+    # or Failed only once every pod has terminated (which a pod on a lost node can hold up for
+    # long): the outcome is decided at the first.
+    success = _first_true(conditions, "Complete", "SuccessCriteriaMet")
+    failure = _first_true(conditions, "Failed", "FailureTarget")
+    succeeded = success is not None
+    failed = failure is not None
     finished = succeeded or failed
     running = int(status.get("active") or 0) > 0 and not suspended and not finished
     queue = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
@@ -255,7 +298,7 @@ def interpret(
         phase = "ready"
     else:
         phase = "starting"
-    reason = _said(conditions.get("Failed") if failed else conditions.get("Complete"))
+    reason = _said(failure if failed else success)
     return MiniClusterStatus(
         name=name,
         namespace=namespace,
@@ -268,9 +311,9 @@ def interpret(
         failed=failed,
         reason=reason,
         exit_code=(
-            rank0_exit_code(name, pods)
+            rank0_exit_code(name, owned_pods(job, pods))
             if pods is not None
-            else failure_policy_exit_code(name, conditions.get("Failed") if failed else None)
+            else failure_policy_exit_code(name, failure)
         ),
         admission=admission,
     )
