@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from autoscalecases import document
 
-from flux_minicluster.core import autoscale, scaler
+from flux_minicluster.core import autoscale, kubeversion, scaler
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse
 from flux_minicluster.core.plan import build as build_plan
@@ -32,6 +32,8 @@ def seen(
     busy: str = "",
     drained: str = "",
     idle: dict[int, float] | None = None,
+    others: str = "",
+    leaving: str = "",
 ) -> Observation:
     return Observation(
         size=size,
@@ -40,6 +42,8 @@ def seen(
         busy=scaler.parse_idset(busy),
         drained=scaler.parse_idset(drained),
         idle_for=idle or {},
+        drained_by_others=scaler.parse_idset(others),
+        leaving=scaler.parse_idset(leaving),
     )
 
 
@@ -134,6 +138,31 @@ CASES: list[tuple[str, Observation, Decision]] = [
         seen(3, (1,), busy="0"),
         Decision("hold", 3, ranks(""), "1 node(s) wanted, 2 free"),
     ),
+    (
+        "a rank someone else drained is not free: grow past it",
+        seen(3, (2,), busy="0", others="2"),
+        Decision("grow", 4, ranks(""), "2 node(s) wanted, 1 free"),
+    ),
+    (
+        "a rank someone else drained is left alone: nothing drained under it, no log every tick",
+        seen(4, others="3", drained="2", idle={0: 99, 1: 99, 2: 99, 3: 99}),
+        Decision("hold", 4, ranks(""), "nothing waits, nothing idle long enough"),
+    ),
+    (
+        "growing right after a shrink: ranks whose old pods still run stay drained",
+        seen(2, (4,), online="0-3", drained="2-3", leaving="2-3"),
+        Decision("grow", 4, ranks(""), "4 node(s) wanted, 2 free"),
+    ),
+    (
+        "grown back: the ranks come back only once their old brokers have gone",
+        seen(4, (4,), online="0-3", drained="2-3", leaving="2-3"),
+        Decision("hold", 4, ranks(""), "4 node(s) wanted, 2 free; ranks 2-3 still shutting down"),
+    ),
+    (
+        "grown back: a rank seen offline since comes back",
+        seen(4, (4,), online="0-1,3", drained="2-3", leaving="3"),
+        Decision("undrain", 4, ranks("2"), "4 node(s) wanted, 2 free"),
+    ),
 ]
 
 
@@ -150,6 +179,75 @@ def test_decision_over_queue_states(case: str, observed: Observation, expected: 
     line = scaler.log_line(observed, decision)
     for part in ("queue=", "idle=", f"from={observed.size}", f"to={decision.size}", "why="):
         assert part in line
+
+
+class FakeHandle:
+    """Flux's broker as the scaler's two RPCs see it (``resource.status``, ``job-list.list``)."""
+
+    def __init__(self, status: dict[str, Any], jobs: list[dict[str, Any]]) -> None:
+        self.replies = {"resource.status": status, "job-list.list": {"jobs": jobs}}
+        self.asked: list[tuple[str, Any]] = []
+
+    def rpc(self, topic: str, payload: Any = None, nodeid: int = 0) -> Any:
+        self.asked.append((topic, payload))
+        reply = self.replies[topic]
+        return type("Future", (), {"get": lambda _self: reply})()
+
+
+R_4X8 = {"version": 1, "execution": {"R_lite": [{"rank": "0-3", "children": {"core": "0-7"}}]}}
+
+
+@pytest.mark.parametrize(
+    ("job", "nodes"),
+    [
+        ({"state": 8, "nnodes": 3, "ncores": 24, "priority": 16}, 3),  # -N 3
+        ({"state": 8, "ncores": 16, "priority": 16}, 2),  # -n 16 on 8-core ranks, no nnodes
+        ({"state": 8, "ncores": 9, "priority": 16}, 2),  # rounded up
+        ({"state": 8, "ncores": 1, "priority": 16}, 1),
+        ({"state": 8, "priority": 16}, 1),  # nothing known: one node
+    ],
+)
+def test_a_waiting_job_needs_its_nodes_or_its_cores_over_a_ranks(
+    job: dict[str, Any], nodes: int
+) -> None:
+    """job-list leaves nnodes out for a job submitted without -N, the usual `flux submit -n`."""
+    status = {"online": "0-1", "drain": {}, "R": R_4X8}
+    state = scaler.observe_flux(FakeHandle(status, [job]))
+    assert state.pending == (nodes,)
+
+
+def test_held_jobs_and_other_drains_are_read_apart() -> None:
+    drains = {
+        "2": {"reason": scaler.DRAIN_REASON, "timestamp": 1.0},
+        "3": {"reason": "bad disk", "timestamp": 2.0},
+    }
+    status = {"online": "0-3", "drain": drains, "R": R_4X8}
+    jobs = [
+        {"state": 8, "nnodes": 2, "priority": 0},  # held: waits for a person, not for nodes
+        {"state": 8, "nnodes": 1, "priority": 7},
+        {"state": 16, "ranks": "0-1", "nnodes": 2},
+    ]
+    handle = FakeHandle(status, jobs)
+    state = scaler.observe_flux(handle)
+    assert state == scaler.FluxState(
+        pending=(1,), online=ranks("0-3"), busy=ranks("0-1"), drained=ranks("2"),
+        drained_by_others=ranks("3"),
+    )  # fmt: skip
+    (_, listing), = [a for a in handle.asked if a[0] == "job-list.list"]  # fmt: skip
+    assert {"nnodes", "ncores", "priority"} <= set(listing["attrs"])
+
+
+def test_cores_per_rank_is_the_fewest_a_rank_has() -> None:
+    mixed = {"execution": {"R_lite": [{"rank": "0-1", "children": {"core": "0-7"}},
+                                      {"rank": "2", "children": {"core": "0-3"}}]}}  # fmt: skip
+    assert scaler.cores_per_rank(mixed) == 4
+    assert scaler.cores_per_rank(None) is None
+    assert scaler.cores_per_rank({"execution": {"R_lite": []}}) is None
+
+
+def test_a_rank_given_back_leaves_once_seen_offline() -> None:
+    assert scaler.track_leaving(ranks("2-3"), online=ranks("0-2")) == ranks("2")
+    assert scaler.track_leaving(ranks("2"), online=ranks("0-1")) == ranks("")
 
 
 def test_idle_clock_restarts_when_a_rank_runs_and_covers_offline_ranks() -> None:
@@ -181,14 +279,35 @@ def test_idsets_round_trip(text: str, expected: set[int]) -> None:
         ("yes", {}, "metadata.annotations", "JSON object"),
         ('{"idle": 5}', {}, "metadata.annotations", "allowed: intervalSeconds, idleSeconds"),
         ('{"intervalSeconds": 0}', {}, "intervalSeconds", "greater than or equal to 1"),
+        (
+            "true",
+            {"jobLabels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+            "spec.jobLabels",
+            "cannot autoscale",
+        ),
     ],
 )
 def test_refused_with_the_field(
     annotation: str, spec: dict[str, Any], path: str, says: str
 ) -> None:
     with pytest.raises(SpecError) as err:
-        build_plan(parse(document(annotation, **spec)))
+        render(build_plan(parse(document(annotation, **spec))), None)
     assert any(path in p.path and says in p.message for p in err.value.problems), err.value
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.27", True), ("1.28", False)])
+def test_autoscale_needs_a_release_that_resizes_a_running_indexed_job(
+    version: str, refused: bool
+) -> None:
+    definition = parse(document("true"))
+    if not refused:
+        assert build_plan(definition, kubeversion.parse(version)).autoscale is not None
+        return
+    with pytest.raises(SpecError) as err:
+        build_plan(definition, kubeversion.parse(version))
+    (problem,) = err.value.problems
+    assert problem.path == "kube_version"
+    assert "elastic Indexed Jobs, taken from 1.28" in problem.message
 
 
 def test_settings_and_bounds_reach_the_plan() -> None:

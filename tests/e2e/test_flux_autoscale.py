@@ -4,8 +4,9 @@ runs (core/scaler.py) grows its own Job when work waits for nodes and gives idle
 Through `pulumi up` on a control plane whose node is the node agent (its pods reach the API
 server through the agent's relay, as a kubelet's pods reach the `kubernetes` Service):
 
-- size 2, maxSize 4, autoscale from the stack config; a job that needs 4 nodes is submitted at
-  rank 0: the Job grows to 4, the new brokers join (rank 0's `flux resource list`), the job runs;
+- size 2, maxSize 4, autoscale from the stack config; a job that needs 4 nodes (by its tasks:
+  `-n` of 4 ranks' cores, no `-N`) is submitted at rank 0: the Job grows to 4, the new brokers
+  join (rank 0's `flux resource list`), the job runs;
 - `refresh` then `up` while it is grown: no change, the size is not reset, `liveSize` says 4;
   an `up` that changes the Job's labels updates it in place and keeps the size;
 - after the idle time the scaler drains ranks 2-3 and the Job shrinks back to 2: the pods of
@@ -159,7 +160,10 @@ def test_queue_grows_and_shrinks_its_own_job(
     wait_until("2 brokers up at rank 0", lambda: timeline.up() == 2, timeout=120)
     timeline.thread.start()
     try:
-        job = timeline.flux(f"run submit -N 4 sleep {JOB_SECONDS}").strip()
+        # Submitted as most jobs are, by tasks (-n) and not by nodes: job-list gives no node
+        # count for it, and the scaler reads its cores over a rank's. It needs all 4 ranks.
+        per_rank = int(timeline.flux("run resource list -s up -no {ncores}").strip()) // 2
+        job = timeline.flux(f"run submit -n {4 * per_rank} sleep {JOB_SECONDS}").strip()
         t_submit = time.monotonic()
         wait_until("the Job grown to 4", lambda: timeline.size() == 4, timeout=90)
         t_grown = time.monotonic()

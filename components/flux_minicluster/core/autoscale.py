@@ -28,6 +28,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from flux_minicluster.core import kubeversion
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, key_path
 from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
@@ -149,9 +150,11 @@ def annotation_value(chosen: AutoscaleSettings) -> str:
     return json.dumps(chosen.model_dump(by_alias=True), sort_keys=True, separators=(",", ":"))
 
 
-def of(definition: MiniClusterDefinition) -> Autoscale | None:
+def of(
+    definition: MiniClusterDefinition, version: kubeversion.KubeVersion = kubeversion.DEFAULT
+) -> Autoscale | None:
     """The scaler a definition asks for, or None; ``SpecError`` naming the field when the spec
-    leaves it no room or no way to work."""
+    or the target release (``version``) leaves it no room or no way to work."""
     raw = definition.annotations.get(AUTOSCALE_ANNOTATION)
     chosen = settings(raw, ANNOTATION_PATH) if raw is not None else None
     if chosen is None:
@@ -190,6 +193,16 @@ def of(definition: MiniClusterDefinition) -> Autoscale | None:
                 "spec.pod.serviceAccountName",
                 f"autoscale runs as its own service account ({account_name(definition.name)}); "
                 "leave this unset",
+            )
+        )
+    if not kubeversion.serves(version, kubeversion.JobField.ELASTIC_INDEXED):
+        since = kubeversion.JOB_FIELDS[kubeversion.JobField.ELASTIC_INDEXED].rendered_from
+        problems.append(
+            Problem(
+                "kube_version",
+                f"autoscale resizes its running Job (completions with parallelism), which "
+                f"Kubernetes {version} does not allow (elastic Indexed Jobs, taken from {since}): "
+                "name a newer release or leave autoscale off",
             )
         )
     if problems:

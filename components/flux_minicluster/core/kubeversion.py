@@ -22,6 +22,7 @@ The gates' history (``pkg/features/versioned_kube_features.go`` of k8s.io/kubern
     podReplacementPolicy  JobPodReplacementPolicy   1.29           1.34  1.30
     successPolicy         JobSuccessPolicy          1.31           1.33  1.32
     managedBy             JobManagedBy              1.32           1.35  1.33
+    completions changed   ElasticIndexedJob         1.27           1.31  1.28 (autoscale)
 
 (*) The OpenAPI of 1.27 and 1.28 requires ``onPodConditions`` in every rule of a
 ``podFailurePolicy``, so the strict schemas of those releases (and kubectl's validation) refuse
@@ -89,6 +90,9 @@ class JobField(enum.StrEnum):
     POD_REPLACEMENT_POLICY = "podReplacementPolicy"
     SUCCESS_POLICY = "successPolicy"
     MANAGED_BY = "managedBy"
+    ELASTIC_INDEXED = "completions"
+    """Not a new field: ``completions`` changed together with ``parallelism`` on a live Indexed
+    Job (ElasticIndexedJob), which the autoscaler does to resize its own Job."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ JOB_FIELDS: Final[dict[JobField, _Served]] = {
     JobField.POD_REPLACEMENT_POLICY: _Served(KubeVersion(1, 29), KubeVersion(1, 34)),
     JobField.SUCCESS_POLICY: _Served(KubeVersion(1, 31), KubeVersion(1, 33)),
     JobField.MANAGED_BY: _Served(KubeVersion(1, 32), KubeVersion(1, 35)),
+    JobField.ELASTIC_INDEXED: _Served(KubeVersion(1, 27), KubeVersion(1, 31)),
 }
 """Which release serves which Job field: the one table (see the module docstring)."""
 

@@ -336,7 +336,7 @@ def build(
             restart_policy=spec.pod.restart_policy or DEFAULT_RESTART_POLICY,
             backoff_limit=_backoff_limit(spec),
         ),
-        autoscale=autoscaling.of(definition),
+        autoscale=autoscaling.of(definition, kube_version),
     )
 
 

@@ -5,8 +5,10 @@ of the Flux view: so it imports only the standard library and, when it runs, Flu
 bindings (``flux``, the view's site-packages). The tests import the same file.
 
 Every ``intervalSeconds`` it reads the queue (the jobs waiting for resources and the nodes each
-asks for), which ranks are online, which run a job and which it drained itself, and its own
-Job's size; ``decide`` (pure) says what to do, and one line is logged for each decision:
+needs: its ``-N``, else its cores over a rank's; a held job waits for a person, not for nodes),
+which ranks are online, which run a job, which it drained itself and which someone else drained
+(left alone, and never counted as free), and its own Job's size; ``decide`` (pure) says what to
+do, and one line is logged for each decision:
 
 * **grow** when waiting jobs need more nodes than the ranks below the Job's size can give
   (``parallelism`` and ``completions`` together, up to ``maxSize``); ranks it drained earlier
@@ -16,8 +18,13 @@ Job's size; ``decide`` (pure) says what to do, and one line is logged for each d
 * **shrink** over the highest ranks once every one of them is drained and runs nothing: the Job
   controller removes the pods of the highest indexes, so no running job loses a node.
 
+A rank given back is undrained again only once its broker has been seen offline: until then
+its old pod may still be shutting down, and a job placed there would lose its node.
+
 The Kubernetes side is one ``get`` and one merge ``patch`` of its own Job, with the projected
-service-account token (read again before each request: the kubelet renews it).
+service-account token (read again before each request: the kubelet renews it), straight to the
+API server (never through a proxy the image sets), and with the ``resourceVersion`` read, so a
+Job changed in between is read again rather than resized blindly.
 """
 
 from __future__ import annotations
@@ -37,12 +44,17 @@ from typing import Any
 __all__ = [
     "DRAIN_REASON",
     "Decision",
+    "FluxState",
     "Observation",
+    "cores_per_rank",
     "decide",
     "format_idset",
     "log_line",
+    "nodes_wanted",
+    "observe_flux",
     "parse_idset",
     "track_idle",
+    "track_leaving",
 ]
 
 # The reason on every rank this scaler drains: it undrains only ranks carrying it.
@@ -87,7 +99,7 @@ class Observation:
     size: int
     """The Job's parallelism (and completions) now."""
     pending: tuple[int, ...]
-    """The nodes each job waiting for resources asks for (1 when it names no node count)."""
+    """The nodes each job waiting for resources needs (``nodes_wanted``); held jobs left out."""
     online: frozenset[int]
     busy: frozenset[int]
     """Ranks that hold a running job's resources."""
@@ -95,6 +107,11 @@ class Observation:
     """Ranks this scaler drained (their reason is ``DRAIN_REASON``)."""
     idle_for: Mapping[int, float]
     """Seconds each rank below ``size`` has run nothing (``track_idle``)."""
+    drained_by_others: frozenset[int] = frozenset()
+    """Ranks drained for another reason (a person, a health check): never used, never touched."""
+    leaving: frozenset[int] = frozenset()
+    """Ranks given back whose brokers have not yet been seen offline: their old pods may still be
+    shutting down, so they are not undrained yet (``track_leaving``)."""
 
 
 @dataclass(frozen=True)
@@ -115,24 +132,62 @@ def track_idle(
     return {r: previous.get(r, now) for r in range(size) if r not in busy}
 
 
+def track_leaving(previous: frozenset[int], online: frozenset[int]) -> frozenset[int]:
+    """The ranks given back that are still online (a rank seen offline has left for good)."""
+    return previous & online
+
+
+def cores_per_rank(resources: Mapping[str, Any] | None) -> int | None:
+    """The fewest cores a rank has in the instance's R (``resource.status``), or None when R
+    does not say (a MiniCluster's ranks are alike: one pod template)."""
+    execution = (resources or {}).get("execution") or {}
+    counts = [
+        len(parse_idset(str((entry.get("children") or {}).get("core", ""))))
+        for entry in execution.get("R_lite") or []
+        if isinstance(entry, Mapping)
+    ]
+    counts = [c for c in counts if c > 0]
+    return min(counts) if counts else None
+
+
+def nodes_wanted(job: Mapping[str, Any], cores: int | None) -> int:
+    """The nodes a waiting job needs: its node count (``-N``), else its cores (``-n``, ``-c``)
+    over the cores of a rank, rounded up, else 1. job-list leaves ``nnodes`` out for a job that
+    names no node count, which is how most jobs are submitted."""
+    nnodes = int(job.get("nnodes") or 0)
+    if nnodes > 0:
+        return nnodes
+    ncores = int(job.get("ncores") or 0)
+    if ncores > 0 and cores:
+        return max(1, -(-ncores // cores))
+    return 1
+
+
 def decide(seen: Observation, min_size: int, max_size: int, idle_seconds: float) -> Decision:
     """What to do about ``seen``, within ``[min_size, max_size]``: pure, one table of cases in
     ``tests/core/test_autoscale.py``."""
     size = seen.size
-    mine = frozenset(r for r in range(size) if r in seen.drained)
+    below = frozenset(range(size))
+    mine = below & seen.drained
+    others = below & seen.drained_by_others
     # Nodes the instance has or is getting: ranks below the Job's size that run nothing and are
     # not drained (a rank still joining counts: it was asked for).
-    available = size - len(seen.busy & frozenset(range(size))) - len(mine)
+    available = size - len((seen.busy & below) | mine | others)
     wanted = sum(seen.pending)
     lacking = wanted - available
     if seen.pending and lacking > 0:
+        why = f"{wanted} node(s) wanted, {available} free"
+        if ready := mine - seen.leaving:
+            return Decision("undrain", size, frozenset(sorted(ready)[:lacking]), why)
         if mine:
-            back = frozenset(sorted(mine)[:lacking])
-            return Decision("undrain", size, back, f"{wanted} node(s) wanted, {available} free")
+            going = format_idset(mine)
+            return Decision("hold", size, frozenset(), f"{why}; ranks {going} still shutting down")
         if size < max_size:
             target = min(max_size, size + lacking)
-            again = frozenset(r for r in range(size, target) if r in seen.drained)
-            return Decision("grow", target, again, f"{wanted} node(s) wanted, {available} free")
+            again = frozenset(
+                r for r in range(size, target) if r in seen.drained and r not in seen.leaving
+            )
+            return Decision("grow", target, again, why)
         return Decision("hold", size, frozenset(), f"{wanted} node(s) wanted, at maxSize")
     if seen.pending:
         return Decision("hold", size, frozenset(), f"{wanted} node(s) wanted, {available} free")
@@ -145,7 +200,7 @@ def decide(seen: Observation, min_size: int, max_size: int, idle_seconds: float)
     # Drain the highest ranks idle for long enough, highest first, never below min_size.
     chosen: list[int] = []
     for rank in range(size - 1, min_size - 1, -1):
-        if rank in seen.busy or seen.idle_for.get(rank, 0.0) < idle_seconds:
+        if rank in seen.busy or rank in others or seen.idle_for.get(rank, 0.0) < idle_seconds:
             break
         chosen.append(rank)
     todo = frozenset(chosen) - mine
@@ -179,7 +234,12 @@ class Kube:
             host = f"[{host}]"
         self.url = f"https://{host}:{port}/apis/batch/v1/namespaces/{namespace}/jobs/{job}"
         self.token_file = token_file
-        self.context = ssl.create_default_context(cafile=ca_file)
+        # Straight to the API server: an HTTPS_PROXY the image sets is for the user's traffic.
+        self.opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}),
+            urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)),
+        )
+        self.resource_version = ""
 
     def _call(self, method: str, body: dict[str, Any] | None = None, query: str = "") -> Any:
         with open(self.token_file) as f:
@@ -194,32 +254,51 @@ class Kube:
                 "Content-Type": "application/merge-patch+json",
             },
         )
-        with urllib.request.urlopen(request, context=self.context, timeout=30) as response:
+        with self.opener.open(request, timeout=30) as response:
             return json.load(response)
 
     def size(self) -> int:
-        return int(self._call("GET")["spec"]["parallelism"])
+        job = self._call("GET")
+        self.resource_version = str(job["metadata"]["resourceVersion"])
+        return int(job["spec"]["parallelism"])
 
     def resize(self, size: int, manager: str) -> None:
-        body = {"spec": {"parallelism": size, "completions": size}}
+        """Resize the Job as last read: a Job changed since (409 Conflict) is read again on the
+        next round, so no decision is applied to a size it was not made for."""
+        body = {
+            "metadata": {"resourceVersion": self.resource_version},
+            "spec": {"parallelism": size, "completions": size},
+        }
         self._call("PATCH", body, f"?fieldManager={manager}")
 
 
-def observe_flux(
-    handle: Any,
-) -> tuple[tuple[int, ...], frozenset[int], frozenset[int], frozenset[int]]:
-    """(nodes per waiting job, online ranks, busy ranks, ranks drained by this scaler)."""
+@dataclass(frozen=True)
+class FluxState:
+    """What the broker says at one tick (``observe_flux``)."""
+
+    pending: tuple[int, ...]
+    online: frozenset[int]
+    busy: frozenset[int]
+    drained: frozenset[int]
+    """Ranks drained by this scaler."""
+    drained_by_others: frozenset[int]
+
+
+def observe_flux(handle: Any) -> FluxState:
+    """The queue and the ranks, from ``resource.status`` and ``job-list``."""
     status = handle.rpc("resource.status", nodeid=0).get()
     online = parse_idset(status.get("online", ""))
     drained: set[int] = set()
+    others: set[int] = set()
     for ranks, entry in (status.get("drain") or {}).items():
-        if isinstance(entry, Mapping) and entry.get("reason") == DRAIN_REASON:
-            drained |= parse_idset(ranks)
+        mine = isinstance(entry, Mapping) and entry.get("reason") == DRAIN_REASON
+        (drained if mine else others).update(parse_idset(ranks))
+    cores = cores_per_rank(status.get("R"))
     listing = handle.rpc(
         "job-list.list",
         {
             "max_entries": 0,
-            "attrs": ["state", "nnodes", "ranks"],
+            "attrs": ["state", "nnodes", "ncores", "priority", "ranks"],
             "constraint": {"states": ["sched", *_HOLDING]},
         },
     ).get()
@@ -227,10 +306,12 @@ def observe_flux(
     busy: set[int] = set()
     for job in listing.get("jobs", []):
         if job.get("state") == _SCHED:
-            pending.append(max(int(job.get("nnodes") or 1), 1))
+            if job.get("priority") == 0:  # held (urgency 0): it waits for a person, not nodes
+                continue
+            pending.append(nodes_wanted(job, cores))
         elif job.get("ranks"):
             busy |= parse_idset(str(job["ranks"]))
-    return tuple(pending), online, frozenset(busy), frozenset(drained)
+    return FluxState(tuple(pending), online, frozenset(busy), frozenset(drained), frozenset(others))
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in the pod
@@ -251,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in th
     kube = Kube(args.namespace, args.job, args.token, args.ca)
     handle: Any = None
     idle: dict[int, float] = {}
+    leaving: frozenset[int] = frozenset()
     last = ""
     while True:
         # Nothing ends the scaler but its pod: any error is logged and the next round tries
@@ -259,16 +341,19 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in th
             if handle is None:
                 handle = flux.Flux()
             size = kube.size()
-            pending, online, busy, drained = observe_flux(handle)
+            flux_state = observe_flux(handle)
             now = time.monotonic()
-            idle = track_idle(idle, size, busy, now)
+            idle = track_idle(idle, size, flux_state.busy, now)
+            leaving = track_leaving(leaving, flux_state.online)
             seen = Observation(
                 size=size,
-                pending=pending,
-                online=online,
-                busy=busy,
-                drained=drained,
+                pending=flux_state.pending,
+                online=flux_state.online,
+                busy=flux_state.busy,
+                drained=flux_state.drained,
                 idle_for={r: now - t for r, t in idle.items()},
+                drained_by_others=flux_state.drained_by_others,
+                leaving=leaving,
             )
             decision = decide(seen, args.min_size, args.max_size, args.idle)
             line = log_line(seen, decision)
@@ -285,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - runs in th
                 kube.resize(decision.size, args.field_manager)
                 if decision.action == "shrink":
                     idle = {r: t for r, t in idle.items() if r < decision.size}
+                    leaving |= decision.ranks
         except Exception as err:  # the API server, the broker, or a bug: log, then try again
             print(f"autoscale: error {type(err).__name__}: {err}", file=sys.stderr, flush=True)
             handle = None  # a broker handle that failed once is not trusted again

@@ -421,6 +421,15 @@ def render(
     layer adds what Pulumi needs (``deploy.awaiting``).
     """
     queued = queueing.settings(plan.spec.job_labels, queue, managed_by)
+    if queued is not None and plan.autoscale is not None:
+        raise SpecError(
+            Problem(
+                "queue" if queue is not None else "spec.jobLabels",
+                f"a queued MiniCluster (LocalQueue {queued.queue}) cannot autoscale: Kueue "
+                "suspends a running Job whose parallelism changes and queues it again, which "
+                "would stop every broker at the first resize; use one or the other",
+            )
+        )
     if managed_by is not None and not kubeversion.serves(
         plan.kube_version, kubeversion.JobField.MANAGED_BY
     ):
