@@ -21,7 +21,8 @@ namespace of their own):
 Operations: preview of a new stack; up until every broker pod is Ready; destroy until the
 namespace's pods are gone (and, for the engine, the operation has returned). Ratios are against
 the hand-written program. Then how one program grows with the number of MiniClusters: 1, 4, 16
-and 64 hello-worlds, cost per cluster.
+and 64 hello-worlds, cost per cluster, beside the hand-written program with all their objects
+(``--counts``; ``--sizes ''`` and ``--no-local`` run this part alone).
 
 Programs run through the Automation API (the Python language host is not available from the
 module proxy; see tests/e2e/README.md), certificates come from config. Each figure is the median
@@ -121,11 +122,13 @@ class Bench:
 
     # -- what every way shares -----------------------------------------------------------------
 
-    def render(self, doc: dict[str, Any], namespace: str, cert: Path) -> Path:
+    def render(
+        self, doc: dict[str, Any], namespace: str, cert: Path, folder: Path | None = None
+    ) -> Path:
         """The objects of ``doc`` in ``namespace`` as ``minicluster render -d`` writes them,
         with the Namespace itself first."""
-        folder = self.work / f"objects-{namespace}"
-        spec = self.work / f"spec-{namespace}.yaml"
+        folder = folder or self.work / f"objects-{namespace}"
+        spec = folder.with_name(f"spec-{folder.name}.yaml")
         spec.write_text(yaml.safe_dump(doc, sort_keys=False))
         minicluster = [sys.executable, "-m", "flux_minicluster.cli.main"]
         options = ["-n", namespace, "--curve-cert", str(cert), "-d", str(folder)]
@@ -252,48 +255,73 @@ class Bench:
                     figures[way].setdefault(op, []).append(seconds)
         return figures
 
-    def growth(self) -> list[list[str]]:
+    def growth(self, counts: Sequence[int]) -> list[list[str]]:
+        """Per count of MiniClusters of 4 brokers, the component's program beside the
+        hand-written one with the same objects (every cluster's rendered folder in one), taking
+        turns: so a cost that grows with the count is seen to be the component's or not."""
         rows = []
         doc = hello(4)
-        for count in COUNTS:
-            previews, ups, destroys = [], [], []
+        for count in counts:
+            figures: dict[str, dict[str, list[float]]] = {"component": {}, "hand-written": {}}
             resources = 0
             for _ in range(self.repeats(4 * count)):
-                namespace = self.namespace("component", f"many{count}")
-                certs = []
-                for i in range(count):
-                    cert = self.work / f"{namespace}-{i}.cert"
-                    cert.write_text(new_certificate(f"hello-{i}"))
-                    certs.append(cert)
-                docs = [{**doc, "metadata": {"name": f"hello-{i}"}} for i in range(count)]
-                program = many_program(docs, self.cp.kubeconfig, self.cp.name, namespace, certs)
-                stack = self.engine.stack(self.project, namespace, program=program)
-                t0 = time.perf_counter()
-                preview = stack.preview()
-                previews.append(time.perf_counter() - t0)
-                resources = preview.change_summary.get("create", 0)
-                ups.append(timed(stack.up))
-                destroys.append(self.destroy(stack, namespace))
-            p, u, d = (statistics.median(v) for v in (previews, ups, destroys))
+                for way in figures:
+                    namespace = self.namespace(way, f"many{count}")
+                    docs = [{**doc, "metadata": {"name": f"hello-{i}"}} for i in range(count)]
+                    certs = []
+                    for i in range(count):
+                        cert = self.work / f"{namespace}-{i}.cert"
+                        cert.write_text(new_certificate(f"hello-{i}"))
+                        certs.append(cert)
+                    if way == "component":
+                        program = many_program(
+                            docs, self.cp.kubeconfig, self.cp.name, namespace, certs
+                        )
+                        stack = self.engine.stack(self.project, namespace, program=program)
+                        t0 = time.perf_counter()
+                        preview = stack.preview()
+                        got = {"preview": time.perf_counter() - t0}
+                        resources = preview.change_summary.get("create", 0)
+                        got["up"] = timed(stack.up)
+                        got["destroy"] = self.destroy(stack, namespace)
+                    else:
+                        got = self.hand_written(self.render_all(docs, namespace, certs), namespace)
+                    for op, seconds in got.items():
+                        figures[way].setdefault(op, []).append(seconds)
+            med = {
+                way: {op: statistics.median(v) for op, v in ops.items()}
+                for way, ops in figures.items()
+            }
             print(
-                f"({count} MiniClusters: preview {p:.2f} s, up {u:.2f} s, destroy {d:.2f} s; "
-                f"load {os.getloadavg()[0]:.1f})",
+                f"({count} MiniClusters: "
+                + "; ".join(
+                    f"{way} " + ", ".join(f"{op} {t:.2f} s" for op, t in ops.items())
+                    for way, ops in med.items()
+                )
+                + f"; load {os.getloadavg()[0]:.1f})",
                 flush=True,
             )
-            rows.append(
-                [
-                    str(count),
-                    str(resources),
-                    str(4 * count),
-                    f"{p:.2f}",
-                    f"{p / count:.3f}",
-                    f"{u:.2f}",
-                    f"{u / count:.3f}",
-                    f"{d:.2f}",
-                    f"{d / count:.3f}",
-                ]
-            )
+            row = [str(count), str(resources), str(4 * count)]
+            for op in OPERATIONS:
+                c, h = med["component"][op], med["hand-written"][op]
+                row += [f"{c:.2f}", f"{c / count:.3f}", f"{h / count:.3f}", f"{c / h:.2f}"]
+            rows.append(row)
         return rows
+
+    def render_all(
+        self, docs: Sequence[dict[str, Any]], namespace: str, certs: Sequence[Path]
+    ) -> Path:
+        """Every document's objects in one folder (each rendered with its own certificate)."""
+        folder = self.work / f"objects-{namespace}"
+        folder.mkdir()
+        for doc, cert in zip(docs, certs, strict=True):
+            name = doc["metadata"]["name"]
+            one = self.render(doc, namespace, cert, folder=self.work / f"one-{namespace}-{name}")
+            for path in one.glob("*.yaml"):
+                target = folder / path.name
+                if path.name != "00-namespace.yaml" or not target.exists():
+                    target.write_text(path.read_text())
+        return folder
 
 
 def warm_up() -> None:
@@ -376,9 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--sizes",
-        type=lambda s: tuple(int(x) for x in s.split(",")),
+        type=lambda s: tuple(int(x) for x in s.split(",")) if s else (),
         default=SIZES,
-        help="broker counts, comma-separated (default 4,64,256,1024)",
+        help="broker counts, comma-separated (default 4,64,256,1024; '' to skip)",
     )
     ap.add_argument(
         "--counts",
@@ -445,11 +473,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.counts:
             print()
             print(
-                "MiniClusters of 4 brokers in one program (the component, wait: ready), "
-                "medians as above"
+                "MiniClusters of 4 brokers in one program: the component (wait: ready) and the "
+                "hand-written program with every cluster's objects, medians as above; per "
+                "cluster: seconds / MiniClusters"
             )
             try:
-                growth = bench.growth()
+                growth = bench.growth(args.counts)
             except Exception as err:
                 print(f"did not complete: {type(err).__name__}: {err}"[:2000])
             else:
@@ -459,12 +488,16 @@ def main(argv: list[str] | None = None) -> int:
                             "MiniClusters",
                             "resources",
                             "pods",
-                            "preview s",
-                            "per cluster",
-                            "up s",
-                            "per cluster",
-                            "destroy s",
-                            "per cluster",
+                            *(
+                                heading
+                                for op in OPERATIONS
+                                for heading in (
+                                    f"{op} s",
+                                    "per cluster",
+                                    "hand-written",
+                                    "component/hand",
+                                )
+                            ),
                         ],
                         growth,
                     )
