@@ -175,8 +175,8 @@ def decide(seen: Observation, min_size: int, max_size: int, idle_seconds: float)
     available = size - len((seen.busy & below) | mine | others)
     wanted = sum(seen.pending)
     lacking = wanted - available
+    why = f"{wanted} node(s) wanted, {available} free"
     if seen.pending and lacking > 0:
-        why = f"{wanted} node(s) wanted, {available} free"
         if ready := mine - seen.leaving:
             return Decision("undrain", size, frozenset(sorted(ready)[:lacking]), why)
         if mine:
@@ -190,7 +190,7 @@ def decide(seen: Observation, min_size: int, max_size: int, idle_seconds: float)
             return Decision("grow", target, again, why)
         return Decision("hold", size, frozenset(), f"{wanted} node(s) wanted, at maxSize")
     if seen.pending:
-        return Decision("hold", size, frozenset(), f"{wanted} node(s) wanted, {available} free")
+        return Decision("hold", size, frozenset(), why)
     # Shrink over a top block of drained ranks that run nothing.
     top = size
     while top - 1 >= min_size and (top - 1) in mine and (top - 1) not in seen.busy:
