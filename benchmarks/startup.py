@@ -43,6 +43,11 @@ COMPAT = ROOT.parent / "shared" / "compat"
 OWN_IMPORT_TARGET_S = 0.1
 VALIDATE_RATIO_TARGET = 8.0
 CORPUS_TARGET_S = 0.5
+# The libraries validation is written in (the spec models, the templates, the YAML reader),
+# imported and nothing else: the floor under `validate` while it runs the one implementation.
+LIBRARIES = "from pydantic import BaseModel; import jinja2, yaml"
+# Its own import time is the building of the spec's pydantic models (class creation, schemas).
+SPEC_MODULE = "flux_minicluster.core.spec"
 PROJECT = "flux-minicluster"
 IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
@@ -177,10 +182,12 @@ def own_import_cost(work: Path, runs: int) -> dict[str, Any]:
             per_run[name].append(import_times(proc.stderr))
     hand_modules = set().union(*per_run["handwritten"])
     own_totals = []
+    models: list[float] = []
     by_top: dict[str, list[float]] = {}
     for times in per_run["component"]:
         own = {m: t for m, t in times.items() if m not in hand_modules}
         own_totals.append(sum(own.values()) / 1e6)
+        models.append(own.get(SPEC_MODULE, 0) / 1e6)
         tops: dict[str, float] = {}
         for module, t in own.items():
             top = module.split(".")[0]
@@ -190,6 +197,7 @@ def own_import_cost(work: Path, runs: int) -> dict[str, Any]:
     return {
         "cpu": {name: statistics.median(v) for name, v in cpu.items()},
         "own_import": statistics.median(own_totals),
+        "models": statistics.median(models),
         "own_modules": len(set(per_run["component"][0]) - hand_modules),
         "by_top": sorted(
             ((top, statistics.median(v)) for top, v in by_top.items()), key=lambda kv: -kv[1]
@@ -204,9 +212,15 @@ def corpus() -> list[Path]:
 def validate_costs(runs: int) -> dict[str, Any]:
     minicluster = [sys.executable, "-m", "flux_minicluster.cli.main", "validate"]
     cpu = paired(
-        {"bare": [sys.executable, "-c", "pass"], "validate": [*minicluster, str(EXAMPLE)]}, runs
+        {
+            "bare": [sys.executable, "-c", "pass"],
+            "libraries": [sys.executable, "-c", LIBRARIES],
+            "validate": [*minicluster, str(EXAMPLE)],
+        },
+        runs,
     )
     ratios = [v / b for v, b in zip(cpu["validate"], cpu["bare"], strict=True)]
+    floors = [v / b for v, b in zip(cpu["libraries"], cpu["bare"], strict=True)]
     files = corpus()
     walls, cpus = [], []
     for _ in range(max(3, runs // 3)):
@@ -222,6 +236,8 @@ def validate_costs(runs: int) -> dict[str, Any]:
         "bare": statistics.median(cpu["bare"]),
         "validate": statistics.median(cpu["validate"]),
         "ratio": statistics.median(ratios),
+        "libraries": statistics.median(cpu["libraries"]),
+        "floor": statistics.median(floors),
         "files": len(files),
         "corpus_wall": statistics.median(walls),
         "corpus_cpu": statistics.median(cpus),
@@ -261,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         f"own imports (modules only the component's run imports: {imports['own_modules']}): "
         f"{imports['own_import']:.3f} s; by package: "
         + ", ".join(f"{top} {t:.3f}" for top, t in imports["by_top"][:8])
+        + f"; of flux_minicluster's, building the spec models ({SPEC_MODULE}) "
+        f"{imports['models']:.3f}"
     )
     validate = validate_costs(args.runs)
     print()
@@ -270,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
             ["command", "CPU s", "x python -c pass"],
             [
                 ["python -c pass", f"{validate['bare']:.4f}", "1.0"],
+                [
+                    f'python -c "{LIBRARIES}"',
+                    f"{validate['libraries']:.4f}",
+                    f"{validate['floor']:.1f}",
+                ],
                 [
                     "minicluster validate examples/hello-world.yaml",
                     f"{validate['validate']:.4f}",
