@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from flux_minicluster.core import exitcodes
+from flux_minicluster.core import exitcodes, kubeversion
 from flux_minicluster.core.plan import MiniClusterPlan
 
-__all__ = ["DISRUPTION_TARGET", "IMMUTABLE", "LEAD_INDEX", "completion_fields"]
+__all__ = [
+    "DISRUPTION_TARGET",
+    "IMMUTABLE",
+    "LEAD_INDEX",
+    "SIZE",
+    "completion_fields",
+    "immutable",
+    "resizable",
+]
 
 LEAD_INDEX: Final = "0"
 """The index whose success completes the Job: rank 0's pod."""
@@ -27,6 +35,21 @@ IMMUTABLE: Final = (
 """The fields of these the API server refuses to change on a live Job (``ValidateJobSpecUpdate``
 of k8s.io/kubernetes; podReplacementPolicy and maxFailedIndexes may change): a new target release
 or restartPolicy that adds or drops one replaces the Job, as a new pod template does."""
+SIZE: Final = ("parallelism", "completions")
+"""The fields that hold a MiniCluster's size (``spec.size``: one pod per rank, each to complete)."""
+
+
+def resizable(version: kubeversion.KubeVersion) -> bool:
+    """Whether a live Indexed Job takes a new size on ``version``: ``completions`` changed
+    together with ``parallelism`` needs ElasticIndexedJob; before it the API server refuses a new
+    ``completions``, so there a new size is a new Job."""
+    return kubeversion.serves(version, kubeversion.JobField.ELASTIC_INDEXED)
+
+
+def immutable(version: kubeversion.KubeVersion) -> tuple[str, ...]:
+    """The fields a change of which must replace a live Job on ``version``: ``IMMUTABLE``, and
+    ``completions`` where the Job cannot be resized (``resizable``)."""
+    return IMMUTABLE if resizable(version) else (*IMMUTABLE, "completions")
 
 
 def completion_fields(plan: MiniClusterPlan) -> dict[str, Any]:

@@ -74,7 +74,9 @@ __all__ = [
 ]
 
 TYPE: Final = "minicluster:index:MiniCluster"
-JOB_IGNORE_CHANGES: Final = ("spec.parallelism", "spec.completions")
+JOB_IGNORE_CHANGES: Final = tuple(f"spec.{f}" for f in jobfields.SIZE)
+"""What the Job leaves to the size JobPatch (or the scaler) where the target release resizes a
+live Indexed Job; ``job_ignore_changes`` gives it for a plan."""
 _SOURCE: Final = "MiniClusterArgs"
 R = TypeVar("R", bound=pulumi.CustomResource)
 
@@ -401,7 +403,7 @@ def _job(
     )
     patch_await = awaiting.patch_await_annotations(plan, prepared.wait, prepared.wait_timeout)
     queue_await: dict[str, str] | None = None
-    ignore_changes = list(JOB_IGNORE_CHANGES)
+    ignore_changes = job_ignore_changes(plan)
     if rendering.queue is not None:
         job_registered, patch_await, queue_await, waits_for = queued.split_awaits(
             job_registered, patch_await, prepared.wait_timeout
@@ -419,7 +421,10 @@ def _job(
             lead.gate,
             after=before_job,
             delete_before_replace=True,
-            replace_on_changes=["spec.template", *(f"spec.{f}" for f in jobfields.IMMUTABLE)],
+            replace_on_changes=[
+                "spec.template",
+                *(f"spec.{f}" for f in jobfields.immutable(plan.kube_version)),
+            ],
             ignore_changes=ignore_changes,
         ),
     )
@@ -428,7 +433,7 @@ def _job(
         _job_hash
     )
     patch: k8s.batch.v1.JobPatch | None = None
-    if plan.autoscale is None:
+    if awaiting.has_size_patch(plan):
         # Unless autoscale owns the size: then the Job is created at ``size`` and its ignored
         # parallelism/completions are the scaler's, so neither a later ``up`` nor a refresh
         # resets them. Turning autoscale off brings the patch back, and with it ``size``.
@@ -442,6 +447,14 @@ def _job(
         opts=parent.opts(None, after=[patch if patch is not None else job], deleted_with=job),
     )
     return job, patch, queue_patch
+
+
+def job_ignore_changes(plan: plans.MiniClusterPlan) -> list[str]:
+    """What the Job's own diff leaves to the size JobPatch (or the scaler): its size, where the
+    target release resizes a live Job. Elsewhere the size stays in the Job's diff, where a new
+    one replaces the Job (``jobfields.immutable``) and the new Job is created at the new size:
+    the engine creates a replacement with an ignored field's old value."""
+    return list(JOB_IGNORE_CHANGES) if jobfields.resizable(plan.kube_version) else []
 
 
 def _patch_metadata(
