@@ -425,7 +425,8 @@ def test_invalid_input_raises_before_anything_is_registered(
             {lbl.SKIP_AWAIT_ANNOTATION: "true"},
             {lbl.WAIT_FOR_ANNOTATION: "jsonpath={.status.ready}=3"},
         ),
-        ("hostname", "complete", {}, {lbl.SKIP_AWAIT_ANNOTATION: "true"}),
+        # the size patch awaits the Job it patches: it gives a replaced Job its size first
+        ("hostname", "complete", {lbl.SKIP_AWAIT_ANNOTATION: "true"}, {}),
         (
             "hostname",
             "none",

@@ -88,12 +88,10 @@ def test_an_unqueued_minicluster_registers_no_queue_patch(run_pulumi: Run) -> No
 
 
 def test_wait_timeout_bounds_the_unqueued_wait_too(run_pulumi: Run) -> None:
-    ready = deploy(run_pulumi, wait="ready", wait_timeout=60)
-    (patch,) = [r for r in ready.resources if r.typ == JOBPATCH]
-    assert awaits(patch)[awaiting.TIMEOUT_ANNOTATION] == "60"
-    complete = deploy(run_pulumi, wait="complete", wait_timeout=60)
-    (job,) = [r for r in complete.resources if r.typ == JOB]
-    assert awaits(job)[awaiting.TIMEOUT_ANNOTATION] == "60"
+    for wait in ("ready", "complete"):  # the size patch carries either wait
+        run = deploy(run_pulumi, wait=wait, wait_timeout=60)
+        (patch,) = [r for r in run.resources if r.typ == JOBPATCH]
+        assert awaits(patch)[awaiting.TIMEOUT_ANNOTATION] == "60"
     with pytest.raises(SpecError, match="wait_timeout: must be a positive number of seconds"):
         deploy(run_pulumi, wait_timeout=0)
 

@@ -11,12 +11,18 @@ How long ``pulumi up`` waits (the component's ``wait``):
 * a persistent cluster never completes, and Pulumi's default Job await waits for completion, so
   it is skipped whatever ``wait`` says;
 * ``ready``: wait until every broker pod is Ready (``.status.ready`` counts them), which is when
-  the cluster can take work; the Job may run on long after ``pulumi up`` returns. The count is
-  the size, which the size patch owns (``<resource>-size``, a JobPatch): the wait goes on the
-  patch, and the Job skips awaiting. Left on the Job, a resize would update the Job and wait for
-  pods that only the patch, which runs after the Job, can create;
-* ``complete``: Pulumi's default Job await, which waits for the Job to finish; the patch skips;
+  the cluster can take work; the Job may run on long after ``pulumi up`` returns;
+* ``complete``: pulumi-kubernetes' Job await, which waits for the Job to finish (or fail);
 * ``none``: register the Job and move on.
+
+Every wait goes on the size patch (``<resource>-size``, a JobPatch, which pulumi-kubernetes
+awaits as the Job it patches), and the Job skips awaiting. The size is the patch's: the Job
+ignores its own ``parallelism``/``completions`` after creation, and the engine creates a
+replaced Job with an ignored field's old value, the size the Job was first created at. Only the
+patch, which runs after the Job, gives a new Job its size, so a wait on the Job itself would wait
+for pods that do not exist yet (a Job of 4 ranks started at 2 never completes: rank 0 waits for
+the whole instance). Autoscale has no size patch (the scaler owns the size): there the Job
+carries a ``complete`` wait itself.
 
 ``wait_timeout`` (seconds, the component's argument) bounds whichever of the two waits
 (``TIMEOUT_ANNOTATION``; pulumi-kubernetes' default is 10 minutes). A queued MiniCluster moves
@@ -56,6 +62,7 @@ __all__ = [
     "TIMEOUT_ANNOTATION",
     "WAIT_MODES",
     "Wait",
+    "has_size_patch",
     "job_annotations",
     "patch_await_annotations",
     "registered_child",
@@ -101,13 +108,19 @@ def _timeout(wait_timeout: int | None) -> dict[str, str]:
     return {} if wait_timeout is None else {TIMEOUT_ANNOTATION: str(wait_timeout)}
 
 
+def has_size_patch(plan: MiniClusterPlan) -> bool:
+    """Whether the Job's size is the size patch's: unless autoscale owns it (the scaler sets the
+    Job's parallelism, which Pulumi then ignores)."""
+    return plan.autoscale is None
+
+
 def job_annotations(
     plan: MiniClusterPlan, wait: Wait, wait_timeout: int | None = None
 ) -> dict[str, str]:
     """The annotations the Job is registered with, beside the rendered ones."""
-    if _waits_for_ready(plan, wait) or _skips(plan, wait):
+    if has_size_patch(plan) or _waits_for_ready(plan, wait) or _skips(plan, wait):
         return {**_SKIP, DELETION_PROPAGATION_ANNOTATION: "background"}
-    return _timeout(wait_timeout)  # complete: Pulumi's default Job await
+    return _timeout(wait_timeout)  # complete, autoscaled: Pulumi's Job await on the Job
 
 
 def patch_await_annotations(
@@ -119,7 +132,9 @@ def patch_await_annotations(
             lbl.WAIT_FOR_ANNOTATION: f"jsonpath={{.status.ready}}={plan.spec.size}",
             **_timeout(wait_timeout),
         }
-    return dict(_SKIP)
+    if _skips(plan, wait):
+        return dict(_SKIP)
+    return _timeout(wait_timeout)  # complete: the patched Job's await, done or failed
 
 
 def _annotated(manifest: Mapping[str, object], added: Mapping[str, str]) -> dict[str, object]:

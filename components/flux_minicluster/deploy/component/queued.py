@@ -68,19 +68,18 @@ def split_awaits(
     ``job`` and ``size_patch_await`` are what ``deploy.awaiting`` gives for the rendered Job
     (``registered_job``, ``patch_await_annotations``). The Job skips awaiting (and is deleted
     with background propagation, like every Job that skips); the size patch skips too; the queue
-    patch carries the wait: a
-    ``waitFor`` moved from the size patch, or none at all for ``complete`` (pulumi-kubernetes
-    then judges the patched Job by its Job await: done, or failed). ``None`` for the queue patch
-    when nothing is waited for. The last item says what is awaited, for the message.
+    patch, after it, carries the size patch's wait: its ``waitFor``, or none at all for
+    ``complete`` (pulumi-kubernetes then judges the patched Job by its Job await: done, or
+    failed). ``None`` for the queue patch when nothing is waited for. The last item says what is
+    awaited, for the message.
     """
     metadata = dict(job["metadata"])
     annotations = dict(metadata.get("annotations") or {})
-    job_skipped = annotations.get(lbl.SKIP_AWAIT_ANNOTATION) == "true"
     wait_for = size_patch_await.get(lbl.WAIT_FOR_ANNOTATION)
     queue_await: dict[str, str] | None
     if wait_for is not None:
         queue_await, waits_for = {lbl.WAIT_FOR_ANNOTATION: wait_for}, f"for {wait_for}"
-    elif not job_skipped:
+    elif size_patch_await.get(lbl.SKIP_AWAIT_ANNOTATION) != "true":
         queue_await, waits_for = {}, "for the Job to complete"
     else:
         queue_await, waits_for = None, "nothing (no wait)"
