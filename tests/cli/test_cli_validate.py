@@ -153,3 +153,54 @@ def test_validate_json_for_ci_lists_every_minicluster_and_problem(tmp_path: Path
     ok = minicluster("validate", "-o", "json", "good.yaml", cwd=tmp_path)
     assert ok.returncode == 0
     assert json.loads(ok.stdout)["valid"] is True
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    """`minicluster validate *.yaml | head -1`: the closed pipe is the reader's choice."""
+    for i in range(200):
+        (tmp_path / f"mc{i:03}.yaml").write_text(GOOD)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flux_minicluster.cli.main", "validate", *files],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does after its line
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0
+    assert first.startswith(b"mc000.yaml: ok")
+    assert stderr == b""
+
+
+def _document(name: str | None) -> str:
+    metadata = f"metadata: {{name: {name}}}\n" if name else ""
+    return (
+        f"apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\n{metadata}"
+        "spec: {size: 1, containers: [{image: 'ubuntu:24.04', command: hostname}]}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "stream"),
+    [
+        ((), _document("x") + "---\n" + _document("x")),
+        (("--name", "x"), _document("a") + "---\n" + _document("b")),
+    ],
+    ids=["same-metadata-name", "one-name-for-two"],
+)
+def test_two_miniclusters_of_one_name_in_a_file_are_refused(
+    tmp_path: Path, args: tuple[str, ...], stream: str
+) -> None:
+    """They would render the same objects twice: the second ConfigMap replacing the first."""
+    (tmp_path / "two.yaml").write_text(stream)
+    for command in ("validate", "render"):
+        result = minicluster(command, *args, "two.yaml", cwd=tmp_path)
+        assert result.returncode == 2, result.stdout
+        assert "two.yaml: document[1].metadata.name: default/x is document[0]'s name too" in (
+            result.stderr
+        )
+        assert result.stdout == ""

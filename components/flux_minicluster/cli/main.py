@@ -26,6 +26,10 @@ from flux_minicluster.version import __version__
 EXIT_OK = 0
 EXIT_INVALID = 2
 
+NAME_HELP = (
+    "the MiniCluster's name, over its metadata.name (a bare spec has none); every MiniCluster "
+    "of the file takes it, so give a file of one"
+)
 NAMESPACE_HELP = (
     "namespace of every MiniCluster whose metadata names none (one that names another is an "
     "error, as with kubectl)"
@@ -143,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         "files", nargs="+", metavar="FILE", help="MiniCluster YAML files ('-': standard input)"
     )
     p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
-    p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
+    p.add_argument("--name", help=NAME_HELP)
     _report_format(p, "one JSON document on stdout (every MiniCluster, every problem), for CI")
     p.set_defaults(func=_validate)
 
@@ -160,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stack", "-s", action="append", default=[], help="render a stack offline")
     p.add_argument("--namespace", "-n", help=NAMESPACE_HELP)
-    p.add_argument("--name", help="name of a MiniCluster without metadata.name (a bare spec)")
+    p.add_argument("--name", help=NAME_HELP)
     p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml", help="output format")
     p.add_argument("--output-dir", "-d", metavar="DIR", help="write one file per object into DIR")
     p.add_argument(
@@ -265,6 +269,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as err:
         _print_problems(err)
         return EXIT_INVALID
+    except BrokenPipeError:  # the reader went away (`| head`): not the input's fault
+        # Python flushes stdout again at exit; point it at /dev/null so that is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as err:
         print(
             f"minicluster: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
@@ -273,8 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
     except Exception as err:  # never a traceback for a user; say what broke, in one line
         print(f"minicluster: internal error: {type(err).__name__}: {err}", file=sys.stderr)
         return 70
