@@ -1381,7 +1381,9 @@ def test_load_manifests(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
-        ("broken.yaml", "kind: [unclosed\n", "not valid YAML"),
+        ("broken.yaml", "kind: [unclosed\n", "invalid YAML"),
+        # as validate reads it: not the last of two keys silently winning over the first
+        ("twice.yaml", "apiVersion: v1\nkind: Pod\nkind: Job\n", "duplicate key 'kind'"),
         ("broken.json", "{", "not valid JSON"),
         ("nokind.yaml", "metadata: {name: x}\n", "not a Kubernetes object"),
         ("manifest.txt", "kind: Pod\n", "not a manifest file"),

@@ -354,23 +354,29 @@ def load_text(
     namespace: str | None = None,
     default_namespace: str | None = None,
 ) -> list[MiniClusterDefinition]:
-    """Every MiniCluster in a YAML stream; all documents must be MiniClusters.
-
-    A duplicate key is an error, except in a stream of v1alpha1 documents, where it is a
-    warning and the last value wins (the operator's own v1alpha1 examples have one).
-    """
-    duplicates: list[str] = []
-    docs = yamlio.load_documents(text, source, duplicates=duplicates)
-    legacy = bool(docs) and all(_api_version(d) == API_VERSION_V1ALPHA1 for d in docs)
-    if duplicates and not legacy:
-        raise SpecError([Problem("", f"invalid YAML: {d}") for d in duplicates], source=source)
+    """Every MiniCluster in a YAML stream; all documents must be MiniClusters (duplicate keys:
+    ``read_documents``)."""
+    docs, duplicates = read_documents(text, source)
     if not docs:
         raise SpecError(Problem("", "empty file: no MiniCluster in it"), source=source)
     problems: list[Problem] = []
     found: list[MiniClusterDefinition] = []
+    first: dict[tuple[str, str], int] = {}
     for i, doc in enumerate(docs):
         try:
             mc = parse(doc, name=name, namespace=namespace, default_namespace=default_namespace)
+            # Two of one name would render the same objects twice: the second ConfigMap would
+            # replace the first and its Job be refused (or replace it) in one apply.
+            if (key := (mc.namespace, mc.name)) in first:
+                raise SpecError(
+                    Problem(
+                        "metadata.name",
+                        f"{mc.namespace}/{mc.name} is document[{first[key]}]'s name too: one "
+                        "name and namespace per MiniCluster"
+                        + (" (--name names every MiniCluster of the file)" if name else ""),
+                    )
+                )
+            first[key] = i
             if duplicates:
                 extra = tuple(
                     Problem("", f"{d} (the last one is used, as the operator's API read it)")
@@ -384,6 +390,21 @@ def load_text(
     if problems:
         raise SpecError(problems, source=source)
     return found
+
+
+def read_documents(text: str, source: str) -> tuple[list[Any], list[str]]:
+    """The documents of a YAML stream, and the duplicate keys let through.
+
+    A duplicate key is an error (the API server refuses a duplicate field), except in a stream
+    of v1alpha1 documents, where the last value wins, as the operator's API read it (its own
+    v1alpha1 examples have one): the caller warns of each.
+    """
+    duplicates: list[str] = []
+    docs = yamlio.load_documents(text, source, duplicates=duplicates)
+    legacy = bool(docs) and all(_api_version(d) == API_VERSION_V1ALPHA1 for d in docs)
+    if duplicates and not legacy:
+        raise SpecError([Problem("", f"invalid YAML: {d}") for d in duplicates], source=source)
+    return docs, duplicates
 
 
 def load_file(

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from flux_minicluster.core import documents, yamlio
 from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.loading import read_documents
 from flux_minicluster.policy import config as cfg
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy import stackref
@@ -46,7 +45,6 @@ STACK = "stack"
 """The object name of a violation that is about the stack as a whole, not one object."""
 
 _OUTPUTS_FILE = "outputs.json"
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -277,14 +275,14 @@ def _files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
 
 def _documents(path: Path) -> list[Any]:
     text = yamlio.decode(documents.read_bytes(path), str(path))
+    if path.suffix.lower() != ".json":
+        # as validate and render read YAML: a duplicate key refused (not the last one silently
+        # winning over an object's other fields), the limits on aliases and depth kept
+        return read_documents(text, str(path))[0]
     try:
-        if path.suffix.lower() == ".json":
-            return [json.loads(text)] if text.strip() else []
-        return list(yaml.load_all(text, Loader=_Loader))
+        return [json.loads(text)] if text.strip() else []
     except json.JSONDecodeError as err:
         raise SpecError(f"not valid JSON: {err}", source=str(path)) from None
-    except yaml.YAMLError as err:
-        raise SpecError(f"not valid YAML: {err}", source=str(path)) from None
 
 
 def _is_object(doc: Any) -> bool:
