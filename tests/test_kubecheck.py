@@ -17,6 +17,7 @@ from manifestcases import ByKind, JobPod, Rendered, mini
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.errors import SpecError
 
 
 def test_refusals_are_each_releases_schema_errors_then_the_sets_own() -> None:
@@ -269,3 +270,31 @@ def test_kubecheck_schema_errors_catch_typos_and_types(
     assert kubecheck.schema_errors({"apiVersion": "v1", "kind": "Nope"}) != []
     with pytest.raises(ValueError, match="no schemas for Kubernetes"):
         kubecheck.schema_errors(job, "0.1")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"services": [{"image": "redis:7", "name": "redis"}]},
+        {"flux": {"bursting": {"clusters": [{"name": "burst", "size": 2}]}}},
+    ],
+    ids=["plain", "services", "bursting-root"],
+)
+def test_a_name_validation_accepts_is_one_every_object_made_from_it_can_carry(
+    rendered: Rendered, spec: dict[str, Any]
+) -> None:
+    """The longest name ``validate`` takes renders objects the API server takes, one more
+    character is refused by ``validate`` itself (not first by the server, after a deploy began)."""
+    accepted, refused = [], []
+    for length in range(40, 64):
+        try:
+            definition = mini("a" * length, size=2, maxSize=12, **spec)
+        except SpecError as err:
+            refused.append({p.path for p in err.problems})
+            continue
+        assert kubecheck.refusals(rendered(definition), ()) == [], length
+        accepted.append(length)
+    assert refused == [{"metadata.name"}] * len(refused)
+    assert accepted == list(range(40, max(accepted) + 1))
+    assert max(accepted) < 63

@@ -381,12 +381,10 @@ def _tolerations(where: str, tolerations: Any) -> Iterator[str]:
         yield from _enum(f"{at}.operator", operator, _TOLERATION_OPERATORS)
         yield from _enum(f"{at}.effect", toleration.get("effect"), _TAINT_EFFECTS)
         value = toleration.get("value")
-        if operator == "Exists" and value:
-            yield f"{at}.value: must be empty with operator Exists"
-        elif isinstance(value, str) and (msg := names.label_value(value)):
+        if isinstance(value, str) and operator != "Exists" and (msg := names.label_value(value)):
             yield f"{at}.value: {msg}"
-        if not key and operator != "Exists":
-            yield f"{at}.operator: must be Exists when the key is empty"
+        for field, msg in podrules.toleration_problems(toleration):
+            yield f"{at}.{field}: {msg}"
 
 
 def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> Iterator[str]:
@@ -442,11 +440,19 @@ def _containers(where: str, pod: Mapping[str, Any], volume_names: set[str]) -> I
 
 
 def _profiles(where: str, context: Any) -> Iterator[str]:
-    """The seccomp and AppArmor profiles of a pod's or a container's securityContext."""
+    """The seccomp and AppArmor profiles and the user and group IDs of a pod's or a container's
+    securityContext."""
+    context = _mapping(context)
     for field in ("seccompProfile", "appArmorProfile"):
-        profile = _mapping(_mapping(context).get(field))
+        profile = _mapping(context.get(field))
         if profile and (msg := podrules.profile_problem(profile)):
             yield f"{where}.{field}.{msg}"
+    for field in ("runAsUser", "runAsGroup", "fsGroup"):
+        if msg := podrules.id_problem(context.get(field)):
+            yield f"{where}.{field}: {msg}"
+    for i, group in enumerate(_list(context.get("supplementalGroups"))):
+        if msg := podrules.id_problem(group):
+            yield f"{where}.supplementalGroups[{i}]: {msg}"
 
 
 def _pod_spec(where: str, pod: Mapping[str, Any], *, job: bool) -> Iterator[str]:

@@ -387,7 +387,7 @@ def test_settings_default_to_auto_and_the_spec_view_image() -> None:
 
 
 def test_a_long_name_still_gives_a_valid_pod_name() -> None:
-    name = "a" * 60 + "b"  # the longest name whose rank hostnames fit in 63 characters
+    name = "a" * 51 + "b"  # the longest name: <name>-entrypoint, a pod volume, fits in 63
     settings = settings_from_args({}, definition(name=name))
     assert len(settings.pod_prefix) + len("-12345678") <= 63
     assert settings.pod_prefix.endswith("-keygen")

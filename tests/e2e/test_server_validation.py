@@ -676,6 +676,33 @@ RULES = [
         "must be Exists",
     ),
     Rule(
+        "tolerationSeconds only with NoExecute",
+        _set(_jpod, "tolerations")(
+            [{"key": "a", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]
+        ),
+        "must be NoExecute",
+    ),
+    Rule(
+        "runAsUser is a user ID",
+        _set(_jc, "securityContext", "runAsUser")(2**32),
+        "runAsUser: must be between 0 and 2147483647",
+    ),
+    Rule(
+        "runAsGroup is a group ID",
+        _set(_jc, "securityContext", "runAsGroup")(-1),
+        "runAsGroup: must be between 0 and 2147483647",
+    ),
+    Rule(
+        "fsGroup is a group ID",
+        _set(_jpod, "securityContext", "fsGroup")(-1),
+        "fsGroup: must be between 0 and 2147483647",
+    ),
+    Rule(
+        "supplementalGroups are group IDs",
+        _set(_jpod, "securityContext", "supplementalGroups")([5, 2**31]),
+        "supplementalGroups[1]: must be between 0 and 2147483647",
+    ),
+    Rule(
         "imagePullSecrets name",
         _set(_jpod, "imagePullSecrets")([{"name": ""}]),
         "imagePullSecrets[0].name",

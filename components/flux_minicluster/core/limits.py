@@ -14,6 +14,7 @@ from typing import Any, Final
 MAX_INDEXED_COMPLETIONS: Final = 100_000
 # Durations and counts the API server stores as int64.
 INT64_MAX: Final = 2**63 - 1
+INT32_MAX: Final = 2**31 - 1
 # Longest DNS label: a hostname, a Service name, a container name.
 MAX_LABEL_LENGTH: Final = 63
 

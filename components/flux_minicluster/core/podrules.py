@@ -12,9 +12,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-__all__ = ["LOCALHOST", "claims_problem", "profile_problem"]
+from flux_minicluster.core.limits import INT32_MAX
+
+__all__ = [
+    "JOB_CONTROLLER_LABELS",
+    "LOCALHOST",
+    "MAX_ID",
+    "claims_problem",
+    "id_problem",
+    "profile_problem",
+    "toleration_problems",
+]
 
 LOCALHOST: Final = "Localhost"
+MAX_ID: Final = INT32_MAX
+"""The largest user or group ID the API server takes (``runAsUser``, ``fsGroup``...)."""
+JOB_CONTROLLER_LABELS: Final = (
+    "job-name",
+    "batch.kubernetes.io/job-name",
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-completion-index",
+)
+"""The labels the Job controller sets on its pods: the Job's generated selector is made of them,
+and the API server refuses a pod template that gives one another value."""
+NO_EXECUTE: Final = "NoExecute"
 
 
 def profile_problem(profile: Mapping[str, Any]) -> str | None:
@@ -37,3 +59,25 @@ def claims_problem(claims: Iterable[Mapping[str, Any]], pod_claims: Iterable[str
         return None
     why = "which a MiniCluster's pod does not declare" if not declared else "which has none"
     return f"claims: {', '.join(unknown)} must name a claim of the pod's resourceClaims, {why}"
+
+
+def id_problem(value: object) -> str | None:
+    """A user or group ID (``runAsUser``, ``runAsGroup``, ``fsGroup``, a supplemental group)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_ID:
+        return f"must be between 0 and {MAX_ID}, got {value}"
+    return None
+
+
+def toleration_problems(toleration: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(field, message)`` for what the API server refuses in one toleration (``{key,
+    operator, value, effect, tolerationSeconds}``, Kubernetes' spelling) beyond its schema."""
+    key, value = toleration.get("key"), toleration.get("value")
+    operator = toleration.get("operator") or "Equal"
+    problems = []
+    if operator == "Exists" and value:
+        problems.append(("value", "must be empty with operator Exists"))
+    if not key and operator != "Exists":
+        problems.append(("operator", "must be Exists when the key is empty"))
+    if toleration.get("tolerationSeconds") is not None and toleration.get("effect") != NO_EXECUTE:
+        problems.append(("effect", f"must be {NO_EXECUTE} when tolerationSeconds is set"))
+    return problems

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -135,6 +136,17 @@ def _named_when_localhost(profile: Any) -> Any:
     return profile
 
 
+def _an_id(value: int) -> int:
+    """A user or group ID the API server takes (``podrules.id_problem``)."""
+    if problem := podrules.id_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+KubeId = Annotated[int, AfterValidator(_an_id)]
+"""A user or group ID: 0 to 2147483647."""
+
+
 class SeccompProfile(SpecModel):
     """corev1.SeccompProfile: the seccomp profile of a container or a pod."""
 
@@ -193,12 +205,12 @@ class SecurityContext(SpecModel):
     read_only_root_filesystem: bool | None = None
     """Kubernetes' ``readOnlyRootFilesystem``; the flux-view init container has it true unless
     set here."""
-    run_as_group: int | None = None
+    run_as_group: KubeId | None = None
     """Kubernetes' ``runAsGroup``: the primary group of the container's processes."""
     run_as_non_root: bool | None = None
     """Kubernetes' ``runAsNonRoot``; the flux-view init container gets true unless it runs as
     user 0."""
-    run_as_user: int | None = None
+    run_as_user: KubeId | None = None
     """Kubernetes' ``runAsUser``. Flux runs as the Flux container's user (v1alpha2 creates no
     Flux user); the flux-view init container defaults to 65532."""
     se_linux_options: SELinuxOptions | None = None
@@ -223,16 +235,16 @@ class PodSecurityContext(SpecModel):
 
     app_armor_profile: AppArmorProfile | None = None
     """Kubernetes' ``appArmorProfile`` of every container that sets none."""
-    fs_group: int | None = None
+    fs_group: KubeId | None = None
     """Kubernetes' ``fsGroup``: the group that owns the pod's volumes (the one field the operator
     copies)."""
     fs_group_change_policy: Literal["OnRootMismatch", "Always"] | None = None
     """Kubernetes' ``fsGroupChangePolicy``: OnRootMismatch or Always."""
-    run_as_group: int | None = None
+    run_as_group: KubeId | None = None
     """Kubernetes' ``runAsGroup`` of every container that sets none."""
     run_as_non_root: bool | None = None
     """Kubernetes' ``runAsNonRoot`` of every container that sets none."""
-    run_as_user: int | None = None
+    run_as_user: KubeId | None = None
     """Kubernetes' ``runAsUser`` of every container that sets none; the flux-view init container
     then runs as it too, instead of 65532."""
     se_linux_change_policy: Literal["MountOption", "Recursive"] | None = None
@@ -241,7 +253,7 @@ class PodSecurityContext(SpecModel):
     """Kubernetes' ``seLinuxOptions`` of every container that sets none."""
     seccomp_profile: SeccompProfile | None = None
     """Kubernetes' ``seccompProfile`` of the pod; RuntimeDefault when unset."""
-    supplemental_groups: list[int] | None = None
+    supplemental_groups: list[KubeId] | None = None
     """Kubernetes' ``supplementalGroups``: groups added to every container's first process."""
     supplemental_groups_policy: Literal["Merge", "Strict"] | None = None
     """Kubernetes' ``supplementalGroupsPolicy``: Merge or Strict."""
@@ -351,7 +363,20 @@ class PodSpec(SpecModel):
     """Annotations of the broker pods and the services Pod."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Labels of the broker pods and the services Pod; this product's own (app,
-    app.kubernetes.io/name, hpa-selector, ...) win on a clash."""
+    app.kubernetes.io/name, hpa-selector, ...) win on a clash. The Job controller's own
+    (job-name, controller-uid, the completion index) are refused: they make its selector."""
+
+    @field_validator("labels")
+    @classmethod
+    def _not_the_job_controllers(cls, labels: dict[str, str]) -> dict[str, str]:
+        taken = [key for key in labels if key in podrules.JOB_CONTROLLER_LABELS]
+        if taken:
+            raise ValueError(
+                f"{', '.join(taken)}: the Job controller sets these on the broker pods (its "
+                "selector is made of them); choose another label"
+            )
+        return labels
+
     restart_policy: Literal["OnFailure", "Never"] | None = None
     """OnFailure (default) or Never, for both pods. With Never the Job retries each rank on its
     own and fails at once on a configuration error, where the target Kubernetes release serves

@@ -18,11 +18,16 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
-from flux_minicluster.core import brokerconfig, certificate, hostlist, layout, names
+from flux_minicluster.core import brokerconfig, certificate, hostlist, layout, names, podrules
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, key_path, unknown_key
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
-from flux_minicluster.core.limits import INT64_MAX, MAX_INDEXED_COMPLETIONS, MAX_LABEL_LENGTH
+from flux_minicluster.core.limits import (
+    INT32_MAX,
+    INT64_MAX,
+    MAX_INDEXED_COMPLETIONS,
+    MAX_LABEL_LENGTH,
+)
 from flux_minicluster.core.spec import (
     V1ALPHA1_HINTS,
     BurstedCluster,
@@ -428,16 +433,14 @@ def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
     if msg := names.dns1035_label(mc.name):
         yield Problem("metadata.name", msg)
     else:
-        longest = mc.names.host(max(mc.spec.max_size - 1, 0))
-        for derived in (longest, mc.names.services_pod if mc.spec.services else ""):
-            if len(derived) > MAX_LABEL_LENGTH:
-                yield Problem(
-                    "metadata.name",
-                    f"too long: the hostname {derived!r} would exceed {MAX_LABEL_LENGTH} "
-                    f"characters; use at most "
-                    f"{MAX_LABEL_LENGTH - (len(derived) - len(mc.name))} characters",
-                )
-                break
+        derived = max(_derived_labels(mc), key=lambda item: len(item[1]))
+        what, label = derived
+        if len(label) > MAX_LABEL_LENGTH:
+            yield Problem(
+                "metadata.name",
+                f"too long: {what} {label!r} would exceed {MAX_LABEL_LENGTH} characters; use at "
+                f"most {MAX_LABEL_LENGTH - (len(label) - len(mc.name))} characters",
+            )
     if msg := names.dns1123_label(mc.namespace):
         yield Problem("metadata.namespace", msg)
     headless = mc.spec.network.headless_name
@@ -457,6 +460,18 @@ def _check_names(mc: MiniClusterDefinition) -> Iterator[Problem]:
                 key_path("metadata.annotations", key),
                 f'must be "true" or "false" (leave the NetworkPolicy out), got {value!r}',
             )
+
+
+def _derived_labels(mc: MiniClusterDefinition) -> Iterator[tuple[str, str]]:
+    """Every name made from the MiniCluster's that Kubernetes holds to a 63-character label:
+    hostnames, Service names, the pod's volume names (whichever objects this spec has)."""
+    n = mc.names
+    yield "the hostname", n.host(max(mc.spec.max_size - 1, 0))
+    yield "the pod volume of the scripts", n.entrypoint
+    yield "the Service", n.lead_service  # a bursting root's; never longer than the volume
+    yield "the Service", n.restful_service
+    if mc.spec.services:
+        yield "the hostname", n.services_pod
 
 
 def _past_indexed_limit(path: str, size: int) -> Problem | None:
@@ -485,6 +500,8 @@ def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem("spec.tasks", f"must be at least 0, got {s.tasks}")
     if s.backoff_limit < 0:
         yield Problem("spec.backoffLimit", f"must be at least 0, got {s.backoff_limit}")
+    elif s.backoff_limit > INT32_MAX:  # the Job's backoffLimit (or per index) is an int32
+        yield Problem("spec.backoffLimit", f"must be at most {INT32_MAX}, got {s.backoff_limit}")
     if s.deadline_seconds > INT64_MAX:
         yield Problem("spec.deadlineSeconds", f"must be at most {INT64_MAX} (an int64)")
     if s.deadline_seconds < 1:
@@ -887,9 +904,10 @@ def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
         where = f"spec.pod.tolerations[{i}]"
         if toleration.key and (msg := names.label_key(toleration.key)):
             yield Problem(f"{where}.key", msg)
-        if not toleration.key and toleration.operator != "Exists":
-            yield Problem(f"{where}.operator", "must be Exists when the key is empty")
-        if toleration.value and (msg := names.label_value(toleration.value)):
+        for field, problem in podrules.toleration_problems(toleration.model_dump(by_alias=True)):
+            yield Problem(f"{where}.{field}", problem)
+        matched = toleration.value if toleration.operator != "Exists" else None
+        if matched and (msg := names.label_value(matched)):
             yield Problem(f"{where}.value", msg)
     if pod.resources and not pod.runtime_class_name:
         yield Problem(
