@@ -264,12 +264,12 @@ def test_pod_template_fields(rendered: Rendered, by_kind: ByKind, job_pod: JobPo
         },
     )
     job = by_kind(rendered(mc), "Job")
-    assert job["spec"]["template"]["metadata"]["annotations"] == {
+    template_notes = job["spec"]["template"]["metadata"]["annotations"]
+    assert template_notes == {
         "example.com/owner": "md",
         lbl.CURVE_PUBLIC_KEY_ANNOTATION: certificate_public_key(),
-        lbl.BROKER_CONFIG_HASH_ANNOTATION: job["spec"]["template"]["metadata"]["annotations"][
-            lbl.BROKER_CONFIG_HASH_ANNOTATION
-        ],
+        lbl.BROKER_CONFIG_HASH_ANNOTATION: template_notes[lbl.BROKER_CONFIG_HASH_ANNOTATION],
+        lbl.ENTRYPOINT_HASH_ANNOTATION: template_notes[lbl.ENTRYPOINT_HASH_ANNOTATION],
     }
     pod = job["spec"]["template"]["spec"]
     assert pod["subdomain"] == "demo"

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one
+from corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one, spec_files
 from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
 
 from flux_minicluster.core import layout, templating
 from flux_minicluster.core import plan as plans
+from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.exitcodes import SETUP_FAILED
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import (
@@ -37,6 +38,7 @@ from flux_minicluster.core.render.scripts import (
     JOIN_TIMEOUT_ENV,
     RESTFUL_REPOSITORY,
     entrypoint_data,
+    entrypoint_digest,
 )
 
 NAME = "flux-sample"
@@ -1409,3 +1411,34 @@ def test_sigint_stops_what_the_script_started_in_the_background(tmp_path: Path) 
             proc.kill()
     assert proc.returncode == 128 + 2, stderr
     assert time.monotonic() - began < 10
+
+
+def _with(definition: Any, **fields: Any) -> MiniClusterPlan:
+    """The plan of ``definition`` with spec fields changed (as a user's edit, validated as far as
+    the plan validates it)."""
+    return plans.build(definition.with_spec(definition.spec.model_copy(update=fields)))
+
+
+@pytest.mark.parametrize("path", spec_files() + corpus_files(V1ALPHA1, prefix="compat-v1alpha1/"))
+def test_the_scripts_digest_keeps_a_resize_and_follows_any_other_change(path: Path) -> None:
+    """On the pod template: a resize within maxSize keeps the Job (only the size-dependent
+    script values change, the new pods read them); any other change of the scripts replaces it,
+    so no broker runs the old scripts while the ConfigMap holds new ones."""
+    definition = load_one(path)
+    spec = definition.spec
+    lower = spec.min_size or 1
+    digests = {}
+    for size in sorted({lower, (lower + spec.max_size) // 2, spec.max_size}):
+        try:
+            plan = _with(definition, size=size)
+        except SpecError:  # e.g. autoscale needs room: size below maxSize
+            continue
+        digests[size] = entrypoint_digest(plan)
+    assert len(set(digests.values())) == 1, digests
+    assert spec.size in digests
+    flux = next(c for c in spec.containers if c.run_flux)
+    edited = flux.commands.model_copy(update={"pre": f"{flux.commands.pre or ''}\necho edited"})
+    containers = [
+        c.model_copy(update={"commands": edited}) if c is flux else c for c in spec.containers
+    ]
+    assert entrypoint_digest(_with(definition, containers=containers)) != digests[spec.size]

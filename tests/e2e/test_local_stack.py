@@ -201,6 +201,25 @@ def test_local_stack_lifecycle(
     assert stack.outputs()["curvePublicKey"] == public_key
     stack.refresh(expect_no_changes=True)
 
+    # -- a new command replaces the Job: its scripts' digest is on the pod template, so no broker
+    # goes on with the old command while the ConfigMap holds the new one
+    job_uid = rotated_job["metadata"]["uid"]
+    containers[0]["command"] = "echo hello again"
+    stack.set_object(
+        f"{PREFIX}:minicluster",
+        {"spec": hello(size=2, maxSize=4, containers=containers), "wait": "ready"},
+    )
+    t0 = time.monotonic()
+    stack.up()
+    step("command change", t0)
+    commanded = job(cp, NAMESPACE, NAME)
+    assert commanded["metadata"]["uid"] != job_uid
+    assert (commanded["spec"]["parallelism"], commanded["spec"]["completions"]) == (2, 2)
+    assert commanded["status"].get("ready") == 2, commanded["status"]
+    scripts = live(cp, cm_before)["data"]
+    assert any("echo hello again" in text for text in scripts.values())
+    stack.refresh(expect_no_changes=True)
+
     # -- destroy leaves nothing behind
     t0 = time.monotonic()
     destroyed = stack.destroy()

@@ -40,6 +40,10 @@ CURVE_PUBLIC_KEY_ANNOTATION: Final = f"{DOMAIN}/curve-public-key"
 # On the Job's pod template: a digest of broker.toml and the hostlist, so that a change of rank
 # order replaces the Job instead of leaving brokers on the old order.
 BROKER_CONFIG_HASH_ANNOTATION: Final = f"{DOMAIN}/broker-config-hash"
+# On the Job's pod template: a digest of the entrypoint scripts at any size within maxSize, so
+# that a new command (or any other change of the scripts but a resize) replaces the Job instead
+# of changing only the ConfigMap under brokers that started with the old scripts.
+ENTRYPOINT_HASH_ANNOTATION: Final = f"{DOMAIN}/entrypoint-hash"
 
 # On a MiniCluster document's metadata: "false" leaves its NetworkPolicy out (a cluster whose CNI
 # enforces NetworkPolicy but where the MiniCluster must be reachable otherwise).

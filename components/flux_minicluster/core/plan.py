@@ -417,6 +417,26 @@ def _quorum(spec: MiniClusterSpec) -> int | None:
     return None
 
 
+def size_free(plan: MiniClusterPlan) -> MiniClusterPlan:
+    """``plan`` with every fact made of ``spec.size`` at one value: ``size`` at ``maxSize``, the
+    quorum and the scaler's floor at ``minSize`` (or none). Its scripts are the same at any size
+    within ``maxSize``, and change with everything else: what the pod template's digest of the
+    scripts is taken of, so that a resize keeps the Job and any other change of the scripts
+    replaces it. Only for that digest: the plan is no MiniCluster's."""
+    spec = plan.spec
+    floor = spec.min_size or None
+    return dataclasses.replace(
+        plan,
+        definition=plan.definition.with_spec(spec.model_copy(update={"size": spec.max_size})),
+        quorum=floor,
+        autoscale=(
+            None
+            if plan.autoscale is None
+            else dataclasses.replace(plan.autoscale, min_size=floor or 0)
+        ),
+    )
+
+
 def _burst_group(spec: MiniClusterSpec, name: str) -> str | None:
     bursting = spec.flux.bursting
     if bursting.lead_broker is not None:

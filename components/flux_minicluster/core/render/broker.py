@@ -79,7 +79,8 @@ def broker_config_hash(broker_toml: str, hostlist: str, lead_address: str | None
 
     On the pod template it makes a hostlist change (a new maxSize, a new burst cluster) replace
     the Job, so no broker runs with an old rank order. The entrypoint scripts are left out: their
-    size-dependent values change on a resize, which must not restart the cluster. So is a burst
+    size-dependent values change on a resize, which must not restart the cluster (their own
+    digest, ``scripts.entrypoint_digest``, is taken of them at one size). So is a burst
     cluster's lead address (it is digested as its placeholder), which the Pulumi layer fills in
     only once the root has one. ``hostlist`` is the file's text, as in the ConfigMap.
     """

@@ -63,7 +63,7 @@ from flux_minicluster.core.render import (
     storage,
     volumes,
 )
-from flux_minicluster.core.render.scripts import entrypoint_data
+from flux_minicluster.core.render.scripts import entrypoint_data, entrypoint_digest
 
 __all__ = [
     "APPLY_ORDER",
@@ -312,6 +312,7 @@ def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[s
             lbl.BROKER_CONFIG_HASH_ANNOTATION: broker.config_digest(
                 plan, data[layout.BROKER_TOML], data[layout.HOSTLIST]
             ),
+            lbl.ENTRYPOINT_HASH_ANNOTATION: entrypoint_digest(plan),
         },
     }
     spec: dict[str, Any] = {

@@ -46,11 +46,13 @@ gives the same bytes and an unchanged cluster never sees its ConfigMap, and pods
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
 from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import exitcodes, layout, templating
+from flux_minicluster.core import plan as plans
 from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml, hostlist_file
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
@@ -119,9 +121,17 @@ DIAGNOSTICS = ("flux overlay status", "flux lsattr -v", "flux dmesg")
 def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
     """Every key of the ``<name>-entrypoint`` ConfigMap and its content, keys sorted."""
     data = {
-        layout.INIT_SCRIPT: init_script(plan),
         layout.BROKER_TOML: broker_toml(plan),
         layout.HOSTLIST: hostlist_file(plan.hostlist),
+        **_scripts(plan),
+    }
+    return {key: data[key] for key in sorted(data)}
+
+
+def _scripts(plan: MiniClusterPlan) -> dict[str, str]:
+    """The ConfigMap's programs: every key but broker.toml and the hostlist."""
+    data = {
+        layout.INIT_SCRIPT: init_script(plan),
         layout.wait_script(plan.flux_index): wait_script(plan),
     }
     for index, container in enumerate(plan.spec.containers):
@@ -129,7 +139,18 @@ def entrypoint_data(plan: MiniClusterPlan) -> dict[str, str]:
             data[layout.start_script(index)] = start_script(plan, index)
     if plan.autoscale is not None:
         data[autoscaling.SCALER_KEY] = scaler_source()
-    return {key: data[key] for key in sorted(data)}
+    return data
+
+
+def entrypoint_digest(plan: MiniClusterPlan) -> str:
+    """The pod template's digest of the entrypoint scripts (``labels.ENTRYPOINT_HASH_ANNOTATION``)
+    as they are at any size within maxSize (``plan.size_free``). broker.toml and the hostlist
+    are the broker-config digest's, and the only keys a burst's rank order (known once its root
+    is) writes, so this one is the same for a burst rendered before and after."""
+    digest = hashlib.sha256()
+    for key, text in sorted(_scripts(plans.size_free(plan)).items()):
+        digest.update(f"{key}\0{len(text)}\0{text}".encode())
+    return digest.hexdigest()[:16]
 
 
 def scaler_source() -> str:

@@ -42,8 +42,10 @@ How each object is deleted (pulumi-kubernetes' default is foreground propagation
   old one while its foreground deletion runs: a field conflict, or a "new" Job that disappears
   with the old one (found by tests/e2e/test_local_stack.py). With background the old Job object
   goes at once and its pods after it;
-* a Job that is awaited keeps foreground: its replacement then waits until the old pods are gone,
-  so old and new brokers never share a hostname.
+* a Job that is awaited (an autoscaled one with ``wait: complete``, which has no size patch)
+  keeps foreground: its replacement then waits until the old pods are gone, so old and new
+  brokers never share a hostname. Every other Job skips (the size patch carries the wait), as
+  the queued and ``ready`` ones always did.
 """
 
 from __future__ import annotations
