@@ -33,6 +33,13 @@ def test_init_never_overwrites(tmp_path: Path) -> None:
     assert "already has Pulumi.yaml" in again.stderr
 
 
+def test_init_of_an_empty_name_writes_nothing(tmp_path: Path) -> None:
+    result = minicluster("init", "", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "give the new project's folder" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_outside_a_project_says_so(tmp_path: Path) -> None:
     result = minicluster("render", "--stack", "local", cwd=tmp_path)
     assert result.returncode == 2

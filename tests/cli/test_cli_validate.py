@@ -204,3 +204,20 @@ def test_two_miniclusters_of_one_name_in_a_file_are_refused(
             result.stderr
         )
         assert result.stdout == ""
+
+
+def test_standard_input_has_one_name_in_every_line(tmp_path: Path) -> None:
+    bad = GOOD.replace("size: 2", "size: 0")
+    for text, stream, expected in (
+        (GOOD, "stdout", "<stdin>: ok hpc/flux-sample"),
+        (bad, "stderr", "<stdin>: spec.size: must be at least 1"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "flux_minicluster.cli.main", "validate", "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert getattr(result, stream).startswith(expected), (result.stdout, result.stderr)

@@ -139,6 +139,8 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     ("negative tasks", {"spec.tasks": -1}, "spec.tasks", "at least 0"),
     ("maxSize below size", {"spec.maxSize": 1}, "spec.maxSize", "at least size (2)"),
     ("maxSize absurd", {"spec.maxSize": 10**6}, "spec.maxSize", "at most 100000"),
+    # maxSize left out is size: the size the user wrote is named, not the field they did not
+    ("size absurd", {"spec.size": 200_000}, "spec.size", "at most 100000"),
     ("minSize above size", {"spec.minSize": 3}, "spec.minSize", "at most size (2)"),
     ("negative backoffLimit", {"spec.backoffLimit": -1}, "spec.backoffLimit", "at least 0"),
     ("backoffLimit past int32", {"spec.backoffLimit": 2**31}, "spec.backoffLimit", "at most"),

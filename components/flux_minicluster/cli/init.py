@@ -30,6 +30,8 @@ FILES: Final = (
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.directory:
+        raise SpecError(Problem("", "give the new project's folder (e.g. . or my-cluster)"))
     target = Path(args.directory)
     name = args.name or _name_from(target.resolve().name)
     if problem := names.dns1035_label(name):

@@ -44,15 +44,17 @@ def _report_format(p: argparse.ArgumentParser, what: str) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from flux_minicluster.cli.notices import warn
     from flux_minicluster.core import plan
+    from flux_minicluster.core.documents import source_name
     from flux_minicluster.core.loading import load_file
     from flux_minicluster.core.render.manifests import render
 
     status = EXIT_OK
     found: list[dict[str, Any]] = []
     problems: list[dict[str, str]] = []
-    for path in args.files:
+    for given in args.files:
+        path = source_name(given)  # as the problems name it: <stdin> for -
         try:
-            for mc in load_file(path, name=args.name, default_namespace=args.namespace):
+            for mc in load_file(given, name=args.name, default_namespace=args.namespace):
                 warn(path, mc)
                 built = plan.build(mc)
                 try:  # refuses an object the API server would find too large

@@ -15,12 +15,25 @@ from typing import Any, Final
 from flux_minicluster.core import yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 
-__all__ = ["HEADER_KEYS", "STDIN", "is_document", "read_bytes", "read_file", "read_text"]
+__all__ = [
+    "HEADER_KEYS",
+    "STDIN",
+    "is_document",
+    "read_bytes",
+    "read_file",
+    "read_text",
+    "source_name",
+]
 
 # The top-level keys of a whole document (``status`` is what the operator writes back).
 HEADER_KEYS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
 # The file name that means standard input, as with kubectl.
 STDIN: Final = "-"
+
+
+def source_name(path: str | Path) -> str:
+    """What messages call a file: its path, or ``<stdin>`` for ``-``."""
+    return "<stdin>" if str(path) == STDIN else str(path)
 
 
 def is_document(data: Mapping[str, Any]) -> bool:
@@ -44,7 +57,7 @@ def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
     """
     import sys
 
-    source = "<stdin>" if str(path) == STDIN else str(path)
+    source = source_name(path)
     try:
         if str(path) == STDIN:
             data = sys.stdin.buffer.read(limit + 1)
@@ -64,11 +77,11 @@ def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
 
 def read_text(path: str | Path) -> str:
     """A file's text (``-`` is standard input), decoded and size-checked; a SpecError on failure."""
-    return yamlio.decode(read_bytes(path), "<stdin>" if str(path) == STDIN else str(path))
+    return yamlio.decode(read_bytes(path), source_name(path))
 
 
 def read_file(path: str | Path) -> list[Any]:
     """Every YAML document in a file, loaded with the strict loader; errors name the file."""
-    source = "<stdin>" if str(path) == STDIN else str(path)
+    source = source_name(path)
     text = read_text(path)
     return yamlio.load_documents(text, source)

@@ -415,7 +415,7 @@ def load_file(
     default_namespace: str | None = None,
 ) -> list[MiniClusterDefinition]:
     """Read, decode and validate a MiniCluster file (``-``: standard input); errors name it."""
-    source = "<stdin>" if str(path) == documents.STDIN else str(path)
+    source = documents.source_name(path)
     return load_text(
         documents.read_text(path),
         source=source,

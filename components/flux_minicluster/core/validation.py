@@ -490,7 +490,10 @@ def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem("spec.size", f"must be at least 1, got {s.size}")
     if s.max_size < s.size:
         yield Problem("spec.maxSize", f"must be at least size ({s.size}), got {s.max_size}")
-    if problem := _past_indexed_limit("spec.maxSize", s.max_size):
+    # maxSize is size unless given: then the size is what is too large
+    if problem := _past_indexed_limit(
+        "spec.maxSize" if s.max_size != s.size else "spec.size", s.max_size
+    ):
         yield problem
     if s.min_size < 0:
         yield Problem("spec.minSize", f"must be at least 0, got {s.min_size}")
