@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,39 @@ def test_a_minicluster_spec_is_rendered_then_checked(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rendered MiniCluster minicluster-examples/flux-hello" in result.stderr
     assert "in 5 object(s)" in result.stdout
+
+
+def test_objects_piped_in_are_checked(tmp_path: Path) -> None:
+    """`minicluster render FILE | minicluster check -`: '-' is standard input, as elsewhere."""
+    examples = Path(__file__).parents[2] / "examples"
+    command = [sys.executable, "-m", "flux_minicluster.cli.main"]
+    rendered = subprocess.run(
+        [*command, "render", str(examples / "hello-world.yaml"), "--curve-cert", "c.cert"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    result = subprocess.run(
+        [*command, "check", "-"],
+        input=rendered.stdout,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "in 5 object(s)" in result.stdout
+    broken = subprocess.run(
+        [*command, "check", "-"],
+        input="apiVersion: v1\nkind: Pod\nkind: Job\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert broken.returncode == 2
+    assert "<stdin>: invalid YAML: " in broken.stderr
 
 
 def test_a_burst_stack_alone_renders_its_root(tmp_path: Path) -> None:

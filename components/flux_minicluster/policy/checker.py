@@ -252,7 +252,9 @@ def _files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
     """Each file to read, and whether the user named it (rather than a folder holding it)."""
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if str(raw) == documents.STDIN:  # '-': the objects piped in (minicluster render | ...)
+            yield path, True
+        elif path.is_dir():
             for found in sorted(
                 p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
             ):
@@ -274,15 +276,16 @@ def _files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
 
 
 def _documents(path: Path) -> list[Any]:
-    text = yamlio.decode(documents.read_bytes(path), str(path))
+    source = documents.source_name(path)
+    text = yamlio.decode(documents.read_bytes(path), source)
     if path.suffix.lower() != ".json":
-        # as validate and render read YAML: a duplicate key refused (not the last one silently
-        # winning over an object's other fields), the limits on aliases and depth kept
-        return read_documents(text, str(path))[0]
+        # as validate and render read YAML (JSON is YAML too): a duplicate key refused (not the
+        # last one silently winning over an object's other fields), the alias and depth limits
+        return read_documents(text, source)[0]
     try:
         return [json.loads(text)] if text.strip() else []
     except json.JSONDecodeError as err:
-        raise SpecError(f"not valid JSON: {err}", source=str(path)) from None
+        raise SpecError(f"not valid JSON: {err}", source=source) from None
 
 
 def _is_object(doc: Any) -> bool:
@@ -315,7 +318,7 @@ def load_file(path: Path) -> list[Manifest]:
         if not _is_object(doc)
     ]
     if problems:
-        raise SpecError(problems, source=str(path))
+        raise SpecError(problems, source=documents.source_name(path))
     return [mf.normalize(d) for d in docs]
 
 
