@@ -374,15 +374,9 @@ def _tolerations(where: str, tolerations: Any) -> Iterator[str]:
     for i, toleration in enumerate(_list(tolerations)):
         toleration = _mapping(toleration)
         at = f"{where}[{i}]"
-        key = toleration.get("key")
-        if key and (msg := names.label_key(str(key))):
-            yield f"{at}.key: {msg}"
         operator = toleration.get("operator", "Equal")
         yield from _enum(f"{at}.operator", operator, _TOLERATION_OPERATORS)
         yield from _enum(f"{at}.effect", toleration.get("effect"), _TAINT_EFFECTS)
-        value = toleration.get("value")
-        if isinstance(value, str) and operator != "Exists" and (msg := names.label_value(value)):
-            yield f"{at}.value: {msg}"
         for field, msg in podrules.toleration_problems(toleration):
             yield f"{at}.{field}: {msg}"
 

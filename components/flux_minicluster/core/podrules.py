@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from flux_minicluster.core import names
 from flux_minicluster.core.limits import INT32_MAX
 
 __all__ = [
@@ -74,8 +75,12 @@ def toleration_problems(toleration: Mapping[str, Any]) -> list[tuple[str, str]]:
     key, value = toleration.get("key"), toleration.get("value")
     operator = toleration.get("operator") or "Equal"
     problems = []
+    if key and (msg := names.label_key(str(key))):
+        problems.append(("key", msg))
     if operator == "Exists" and value:
         problems.append(("value", "must be empty with operator Exists"))
+    elif isinstance(value, str) and value and (msg := names.label_value(value)):
+        problems.append(("value", msg))
     if not key and operator != "Exists":
         problems.append(("operator", "must be Exists when the key is empty"))
     if toleration.get("tolerationSeconds") is not None and toleration.get("effect") != NO_EXECUTE:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core import documents, yamlio
+from flux_minicluster.core import documents
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import read_documents
 from flux_minicluster.policy import config as cfg
@@ -277,7 +277,7 @@ def _files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
 
 def _documents(path: Path) -> list[Any]:
     source = documents.source_name(path)
-    text = yamlio.decode(documents.read_bytes(path), source)
+    text = documents.read_text(path)
     if path.suffix.lower() != ".json":
         # as validate and render read YAML (JSON is YAML too): a duplicate key refused (not the
         # last one silently winning over an object's other fields), the alias and depth limits
