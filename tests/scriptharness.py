@@ -26,7 +26,8 @@ tools a v1alpha1 image brings, each call one JSON line ``[tool, cwd, *argv]`` in
   in ``existing_users`` exist from the start), and fail for a user that exists, as the real
   ones do; ``chown`` only records (the owner is asserted
   from the record, the mode from the file); ``chpasswd`` records the lines it read on stdin in
-  ``chpasswd.log``;
+  ``chpasswd.log``, and ``python3 -c PROGRAM ARGS`` its ARGS and standard input in
+  ``python-stdin.log``;
 * ``git clone`` makes a flux-restful-api checkout (requirements.txt, app/db/init_db.py);
   ``python3``, ``alembic``, ``service`` and ``munged`` only record.
 
@@ -172,6 +173,9 @@ elif tool == "id" and args[:1] == ["-u"]:
 elif tool == "chpasswd":
     with open(os.environ["FAKE_CHPASSWD_LOG"], "a") as fh:
         fh.write(sys.stdin.read())
+elif tool == "python3" and args[:1] == ["-c"]:
+    with open(os.environ["FAKE_PYTHON_STDIN_LOG"], "a") as fh:
+        fh.write(json.dumps([*args[2:], sys.stdin.read()]) + "\\n")
 elif tool == "git" and args[:1] == ["clone"]:
     os.makedirs(os.path.join(args[-1], "app", "db"))
     open(os.path.join(args[-1], "requirements.txt"), "w").write("fastapi\\n")
@@ -242,6 +246,7 @@ class Sandbox:
         self.env_log = self.root / "flux-env.log"
         self.calls_log = self.root / "calls.log"
         self.chpasswd_log = self.root / "chpasswd.log"
+        self.python_stdin_log = self.root / "python-stdin.log"
         self.users_file = self.root / "passwd"
         self.data = entrypoint_data(self.mc)
         for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software"):
@@ -411,6 +416,7 @@ class Sandbox:
             "FAKE_FLUX_ENV_LOG": str(self.env_log),
             "FAKE_CALLS_LOG": str(self.calls_log),
             "FAKE_CHPASSWD_LOG": str(self.chpasswd_log),
+            "FAKE_PYTHON_STDIN_LOG": str(self.python_stdin_log),
             "FAKE_USERS": str(self.users_file),
             "FAKE_EXISTING_USERS": ",".join(existing_users),
             **({"FAKE_FLUX_RUN_PROGRAM": "1"} if run_program else {}),
@@ -468,6 +474,11 @@ class Sandbox:
 
     def chpasswd_lines(self) -> list[str]:
         return self.chpasswd_log.read_text().splitlines() if self.chpasswd_log.exists() else []
+
+    def python_inputs(self) -> list[list[str]]:
+        """``[*args, stdin]`` of each ``python3 -c PROGRAM ARGS`` call, in order."""
+        log = self.python_stdin_log
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
     def logs(self) -> str:
         """Everything the fakes recorded (argv, cwd), to check that no secret is in any of it."""

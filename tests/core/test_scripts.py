@@ -1020,8 +1020,8 @@ def test_v1alpha1_restful_rank0_serves_the_api(tmp_path: Path, sandbox: MakeSand
         ["alembic", "revision", "--autogenerate", "-m", "Create initial tables"],
         ["alembic", "upgrade", "head"],
         ["python3", "app/db/init_db.py", "init"],
-        ["python3", "app/db/init_db.py", "add-user", "peenut", passwords["peenut"]],
-        ["python3", "app/db/init_db.py", "add-user", "squidward", "given pass:word"],
+        ["python3", "-c", ADD_USER, "peenut"],
+        ["python3", "-c", ADD_USER, "squidward"],
         [*as_flux(box), "flux", "broker", "--config-path", cfg, *v1_options(box), *server],
     ]
     assert set(box.call_dirs("python3") + box.call_dirs("alembic")) == {str(checkout)}
@@ -1040,13 +1040,45 @@ def test_v1alpha1_restful_rank0_serves_the_api(tmp_path: Path, sandbox: MakeSand
     )
     # The server writes its database as the flux user.
     assert ["chown", "-R", "flux", str(checkout)] in box.calls("chown")
-    # The token and the secret key are in no log (the pod's, or any recorded command line); the
-    # passwords only on init_db's (v1alpha1's add-user takes it there).
-    shown = result.stdout + result.stderr
+    # No credential is in any log (the pod's, or any recorded command line): v1alpha1's
+    # `init_db.py add-user NAME PASSWORD` put each password on a command line.
+    shown = result.stdout + result.stderr + box.logs()
     for secret in ("restful-token", "restful-secret-key"):
-        assert box.credentials[secret] not in shown + box.logs(), secret
+        assert box.credentials[secret] not in shown, secret
     for password in passwords.values():
         assert password not in shown
+    # Each password goes to the server's add_user on standard input, as the pod's file holds it.
+    inputs = box.python_inputs()
+    assert inputs == [[name, password] for name, password in passwords.items()]
+    assert restful_users_added(tmp_path / "server", inputs) == passwords
+
+
+# What rank 0 runs in the checkout to add a user of the RESTful server (its add_user).
+ADD_USER = (
+    "import sys; from app.db.init_db import add_user; add_user(sys.argv[1], sys.stdin.read())"
+)
+
+
+def restful_users_added(checkout: Path, inputs: list[list[str]]) -> dict[str, str]:
+    """Run ADD_USER for real against a stand-in for the server's ``app.db.init_db`` (whose
+    add_user strips name and password, as the server's does), each call with its recorded
+    argument and standard input: the users and passwords the server would hold."""
+    db = checkout / "app" / "db"
+    db.mkdir(parents=True)
+    for package in (checkout / "app", db):
+        (package / "__init__.py").write_text("")
+    (db / "init_db.py").write_text(
+        "import json, os\n"
+        "def add_user(username, password):\n"
+        "    with open(os.environ['USERS_LOG'], 'a') as fh:\n"
+        "        fh.write(json.dumps([username.strip(), password.strip()]) + '\\n')\n"
+    )
+    log = checkout / "users.log"
+    env = {**os.environ, "USERS_LOG": str(log)}
+    for name, stdin in inputs:
+        run = [sys.executable, "-c", ADD_USER, name]
+        subprocess.run(run, cwd=checkout, input=stdin, text=True, check=True, env=env)
+    return dict(json.loads(line) for line in log.read_text().splitlines())
 
 
 def test_v1alpha1_restful_workers_join_as_usual(tmp_path: Path, sandbox: MakeSandbox) -> None:

@@ -101,6 +101,18 @@ def test_a_duplicate_key_is_a_warning_in_v1alpha1_only() -> None:
         ({"users": [{"name": "bad name"}]}, "spec.users[0].name", "Linux user name"),
         ({"users": [{"name": "ann"}, {"name": "ann"}]}, "spec.users[1].name", "also users[0]"),
         ({"users": [{"name": "root"}]}, "spec.users[0].name", "every image"),
+        # a newline would give chpasswd a second line: another account's password
+        ({"users": [{"name": "ann", "password": "pw\nroot:chosen"}]}, "spec.users[0].password",
+         "control characters"),
+        ({"users": [{"name": "ann", "password": "pw\rroot:x"}]}, "spec.users[0].password",
+         "control characters"),
+        # the Flux user is word-split in ${asFlux} and given to useradd
+        ({"containers": [{**APP, "fluxUser": {"name": "x -u root"}}]},
+         "spec.containers[0].fluxUser.name", "Linux user name"),
+        ({"containers": [{**APP, "fluxUser": {"name": "flux\nroot"}}]},
+         "spec.containers[0].fluxUser.name", "Linux user name"),
+        ({"containers": [{**APP, "fluxUser": {"uid": -1}}]},
+         "spec.containers[0].fluxUser.uid", "between 0 and"),
         ({"volumes": {"Data_1": {"path": "/d"}}}, "spec.volumes.Data_1", "DNS-1123 label"),
         ({"volumes": {"d": {"path": "d"}}}, "spec.volumes.d.path", "absolute path"),
         ({"volumes": {"d": {"path": "/d", "storageClass": "fast"}}}, "spec.volumes.d.driver",

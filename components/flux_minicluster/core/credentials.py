@@ -14,11 +14,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import unicodedata
 from typing import Final
 
 from flux_minicluster.core import certificate
 
-__all__ = ["MUNGE_KEY_BYTES", "munge_key", "password", "restful_secret_key", "restful_token"]
+__all__ = [
+    "MUNGE_KEY_BYTES",
+    "munge_key",
+    "password",
+    "password_problem",
+    "restful_secret_key",
+    "restful_token",
+]
 
 # munged wants at least 32 bytes of key; its own generator writes 1024.
 MUNGE_KEY_BYTES: Final = 1024
@@ -58,3 +66,19 @@ def password(cert_text: str, user: str) -> str:
     """A user's password: 20 characters from a safe alphabet (no quoting needed anywhere)."""
     raw = _hkdf(_secret_of(cert_text), f"password {user}", 15)
     return base64.b32encode(raw).decode("ascii").lower()[:20]
+
+
+def password_problem(value: str) -> str | None:
+    """Why a password the spec gives cannot be set, if it cannot; the message never shows it.
+
+    ``chpasswd`` reads ``name:password`` lines, so a newline in a password would start a line
+    that sets another account's password (``pw\\nroot:chosen``); the RESTful server strips what
+    it is given. A password is one line of printable text: every control character is refused.
+    """
+    bad = next((ch for ch in value if unicodedata.category(ch) == "Cc"), None)
+    if bad is None:
+        return None
+    return (
+        f"must not contain control characters such as a newline or a tab (found {bad!r}): a "
+        "password is one line of printable characters"
+    )

@@ -667,7 +667,7 @@ class FluxUser(SpecModel):
     """v1alpha1: the user the broker runs as (created in the container when missing)."""
 
     name: str = "flux"
-    uid: int = 1000
+    uid: KubeId = 1000
 
 
 class Container(SpecModel):

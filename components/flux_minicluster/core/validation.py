@@ -18,7 +18,15 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
-from flux_minicluster.core import brokerconfig, certificate, hostlist, layout, names, podrules
+from flux_minicluster.core import (
+    brokerconfig,
+    certificate,
+    credentials,
+    hostlist,
+    layout,
+    names,
+    podrules,
+)
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, key_path, unknown_key
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
@@ -965,6 +973,10 @@ def _check_v1alpha1(mc: MiniClusterDefinition) -> Iterator[Problem]:
                 for name, value in mapping.items():
                     if msg := names.label_value(value):
                         yield Problem(key_path(f"{path}.{field}", name), f"value {msg}")
+    for i, c in enumerate(s.containers):
+        # The broker's user goes into sudo's argv (${asFlux}, word-split) and into useradd.
+        if c.flux_user is not None and (msg := names.user_name(c.flux_user.name)):
+            yield Problem(f"spec.containers[{i}].fluxUser.name", msg)
     seen: dict[str, int] = {}
     for i, user in enumerate(s.users):
         if msg := names.user_name(user.name):
@@ -975,5 +987,7 @@ def _check_v1alpha1(mc: MiniClusterDefinition) -> Iterator[Problem]:
             first = seen[user.name]
             yield Problem(f"spec.users[{i}].name", f"{user.name!r} is also users[{first}]")
         seen.setdefault(user.name, i)
+        if user.password is not None and (msg := credentials.password_problem(user.password)):
+            yield Problem(f"spec.users[{i}].password", msg)
     if s.flux_restful is not None and (msg := names.port(s.flux_restful.port)):
         yield Problem("spec.fluxRestful.port", msg)
