@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 from corpus import EXAMPLES, corpus_files
 
+from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans
+from flux_minicluster.core import validation
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import V1ALPHA2_NOTES, load_file, load_text, parse
+from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
 
 
@@ -700,6 +703,61 @@ def test_invalid_spec_names_the_field_and_what_is_allowed(
 
 def test_the_invalid_table_is_wide_enough() -> None:
     assert len(INVALID) >= 40
+
+
+def _problems(mutations: dict[str, Any]) -> list[str]:
+    """The paths of every problem of base() with ``mutations`` applied, in order."""
+    doc = copy.deepcopy(base())
+    for dotted, value in mutations.items():
+        _set(doc, dotted, value)
+    with pytest.raises(SpecError) as info:
+        parse(doc)
+    return [p.path for p in info.value.problems]
+
+
+VOLUME = "spec.containers.0.volumes"
+VOLUME_PATH = "spec.containers[0].volumes.d.path"
+
+
+@pytest.mark.parametrize(
+    ("mutations", "path", "server"),
+    [
+        pytest.param({"spec.flux.mungeSecret": "Not_A_Name"}, "spec.flux.mungeSecret",
+                     "secret.secretName", id="munge Secret name"),
+        pytest.param({"spec.flux.container.mountPath": "/mnt/curve"},
+                     "spec.flux.container.mountPath", "used by another mount",
+                     id="flux view on the curve mount"),
+        pytest.param({"spec.flux.container.name": "flux-sample"}, "spec.flux.container.name",
+                     "used by another container", id="flux view named like the Flux container"),
+        # the API server compares mount paths as strings; the runtime mounts these at one place
+        pytest.param({"spec.flux.container.mountPath": "//mnt/curve/"},
+                     "spec.flux.container.mountPath", None, id="flux view at //mnt/curve/"),
+        pytest.param({"spec.flux.container.mountPath": "/opt/software/view"},
+                     "spec.flux.container.mountPath", None, id="flux view in the software tree"),
+        *(
+            pytest.param({VOLUME: {"d": {"path": at, "emptyDir": True}}}, VOLUME_PATH, None,
+                         id=f"volume at {at}")
+            for at in ("//mnt/curve", "/mnt/./curve", "/x/../mnt/flux", "/mnt/flux/../curve/k")
+        ),
+        pytest.param({VOLUME: {"c": {"path": "/data", "emptyDir": True},
+                      "d": {"path": "//data/./", "emptyDir": True}}}, VOLUME_PATH, None,
+                     id="two volumes at one place"),
+    ],
+)  # fmt: skip
+def test_objects_the_cluster_refuses_are_refused_first(
+    monkeypatch: pytest.MonkeyPatch, mutations: dict[str, Any], path: str, server: str | None
+) -> None:
+    """Each is refused at the field the user wrote. With the rules off, the rendering is one the
+    API server refuses (``server``: what kubecheck, held against it, says), or, for a path it
+    compares as a string, one the container runtime mounts twice at one place."""
+    assert _problems(mutations) == [path]
+    if server is not None:
+        doc = copy.deepcopy(base())
+        for dotted, value in mutations.items():
+            _set(doc, dotted, value)
+        monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
+        refusals = kubecheck.refusals(render(plans.build(parse(doc))).objects())
+        assert any(server in r for r in refusals), refusals
 
 
 # Names pydantic also uses for the members of a union in an error's location: type names, the

@@ -8,6 +8,7 @@ here, below everything that reads it.
 
 from __future__ import annotations
 
+import posixpath
 from typing import Final
 
 # The entrypoint ConfigMap (scripts, broker.toml, hostlist), mounted read-only.
@@ -33,6 +34,19 @@ RESTFUL_TOKEN: Final = "restful-token"
 RESTFUL_SECRET_KEY: Final = "restful-secret-key"
 # v1alpha1's curveCertSecret: the key that holds the certificate in the user's Secret.
 V1ALPHA1_CURVE_KEY: Final = "curve-cert"
+
+
+def mount_point(path: str) -> str:
+    """The directory an absolute mount path names: ``//mnt/curve``, ``/mnt/./curve/`` and
+    ``/x/../mnt/curve`` are all /mnt/curve to the container runtime, while the API server
+    compares mount paths as strings, so every comparison of paths goes through here."""
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def mounted_under(path: str, root: str) -> bool:
+    """Whether a mount at ``path`` lands on ``root`` or inside it."""
+    point, top = mount_point(path), mount_point(root)
+    return point == top or point.startswith(top.rstrip("/") + "/")
 
 
 def user_password(user: str) -> str:

@@ -537,16 +537,27 @@ def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
     seen: dict[str, int] = {}
     # Names the pod or the cluster's Services already use: a sidecar may not take them.
     taken = {
-        s.flux.container.name: "the flux view init container",
         mc.names.headless_service: "the headless Service",
         mc.names.services_pod: "the services Pod and its Service",
     }
     if s.flux_restful is not None:
         taken[mc.names.restful_service] = "the Flux RESTful API server's Service"
+    view = s.flux.container.name
     for i, c in enumerate(s.containers):
         path = f"spec.containers[{i}]"
         cname_taken = mc.name if c.run_flux else c.name
-        if cname_taken in taken and not (c.run_flux and cname_taken == mc.names.headless_service):
+        # The flux view init container is a container of the same pod: one name each.
+        if cname_taken == view and c.run_flux:
+            yield Problem(
+                "spec.flux.container.name",
+                f"{view!r} is already the name of the Flux container (containers[{i}], named "
+                "after the MiniCluster); name the flux view init container otherwise",
+            )
+        elif cname_taken == view:
+            yield Problem(
+                f"{path}.name", f"{view!r} is already the name of the flux view init container"
+            )
+        elif cname_taken in taken and not (c.run_flux and cname_taken == mc.names.headless_service):
             yield Problem(
                 f"{path}.name" if not c.run_flux else "metadata.name",
                 f"{cname_taken!r} is already the name of {taken[cname_taken]}",
@@ -658,14 +669,15 @@ def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
                 path = key_path(f"spec.{group}[{i}].volumes", vname)
                 # An emptyDir without a path is mounted at /dev/shm, as the operator does.
                 at = vol.path or ("/dev/shm" if vol.empty_dir else "")
-                if at and at.rstrip("/") in mounted:
+                point = layout.mount_point(at) if at.startswith("/") else at
+                if at and point in mounted:
                     yield Problem(
                         f"{path}.path",
-                        f"{at!r} is already the mount path of volume {mounted[at.rstrip('/')]!r} "
-                        "in this container",
+                        f"{at!r} is already the mount path of volume {mounted[point]!r} in this "
+                        "container",
                     )
                 elif at:
-                    mounted[at.rstrip("/")] = vname
+                    mounted[point] = vname
                 if msg := names.dns1123_label(vname):
                     yield Problem(path, f"volume name {msg}")
                 if vname in reserved_names:
@@ -680,6 +692,19 @@ def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
                     )
                 first.setdefault(vname, (path, vol))
                 yield from _check_volume(vol, path, reserved_paths)
+
+
+def _reserved_path_problem(path: str, reserved_paths: Iterable[str]) -> str | None:
+    """Why a mount at ``path`` would land on one of the MiniCluster's own mounts, if it would;
+    compared as the runtime mounts them (``//mnt/curve`` and ``/x/../mnt/curve`` are
+    /mnt/curve), since two mounts at one place hide one of them."""
+    taken = next((r for r in reserved_paths if layout.mounted_under(path, r)), None)
+    if taken is None:
+        return None
+    point = layout.mount_point(path)
+    said = f"{path!r}" + (f" (that is {point})" if point != path.rstrip("/") else "")
+    where = "" if point == layout.mount_point(taken) else f"inside {taken}, "
+    return f"{said} is {where}used by the MiniCluster itself; mount it elsewhere"
 
 
 def _check_volume(
@@ -707,8 +732,8 @@ def _check_volume(
     if vol.path is not None:
         if not vol.path.startswith("/"):
             yield Problem(f"{path}.path", f"must be an absolute path, got {vol.path!r}")
-        elif any(vol.path == r or vol.path.startswith(r + "/") for r in reserved_paths):
-            yield Problem(f"{path}.path", f"{vol.path!r} is used by the MiniCluster itself")
+        elif problem := _reserved_path_problem(vol.path, reserved_paths):
+            yield Problem(f"{path}.path", problem)
     if vol.host_path is not None and (
         not vol.host_path.startswith("/") or ".." in vol.host_path.split("/")
     ):
@@ -757,6 +782,10 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
             "spec.flux.container.mountPath",
             f"must be an absolute path, got {flux.container.mount_path!r}",
         )
+    elif problem := _reserved_path_problem(flux.container.mount_path, _RESERVED_PATHS):
+        yield Problem("spec.flux.container.mountPath", problem)
+    if flux.munge_secret is not None and (msg := names.dns1123_subdomain(flux.munge_secret)):
+        yield Problem("spec.flux.mungeSecret", msg)
     if flux.connect_timeout and not _FSD.fullmatch(flux.connect_timeout):
         yield Problem(
             "spec.flux.connectTimeout",
