@@ -282,7 +282,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "bad cpu quantity",
         {"spec.containers.0.resources": {"limits": {"cpu": "two"}}},
-        "spec.containers[0].resources.limits",
+        "spec.containers[0].resources.limits.cpu",
         "not a Kubernetes quantity",
     ),
     (
@@ -374,7 +374,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "bad overhead quantity",
         {"spec.pod.resources": {"memory": "10GG"}},
-        "spec.pod.resources",
+        "spec.pod.resources.memory",
         "not a Kubernetes quantity",
     ),
     (
@@ -713,6 +713,31 @@ def _problems(mutations: dict[str, Any]) -> list[str]:
     with pytest.raises(SpecError) as info:
         parse(doc)
     return [p.path for p in info.value.problems]
+
+
+REQUESTS = "spec.containers.0.resources.requests"
+
+
+@pytest.mark.parametrize(
+    ("mutations", "paths"),
+    [
+        pytest.param({REQUESTS: {"cpu": "lots", "memory": "1Gb"}},
+                     [f"spec.containers[0].resources.requests.{k}" for k in ("cpu", "memory")],
+                     id="every bad quantity of a map"),
+        pytest.param({"spec.pod.runtimeClassName": "kata", "spec.pod.resources": {"cpu": "x",
+                      "memory": "y"}}, ["spec.pod.resources.cpu", "spec.pod.resources.memory"],
+                     id="every bad overhead quantity"),
+        pytest.param({"spec.size": -3}, ["spec.size"], id="a bad size and no minSize"),
+        pytest.param({"spec.size": -3, "spec.flux.bursting.clusters": [{"name": "b"}]},
+                     ["spec.size"], id="a bad size and no burst size"),
+    ],
+)  # fmt: skip
+def test_each_problem_the_user_wrote_and_only_those(
+    mutations: dict[str, Any], paths: list[str]
+) -> None:
+    """Every bad value is reported at once at its own field, and no field the user did not
+    write is blamed for one that is (a default derived from a bad size)."""
+    assert _problems(mutations) == paths
 
 
 VOLUME = "spec.containers.0.volumes"

@@ -90,13 +90,15 @@ def v1alpha1_only(value: object, info: ValidationInfo) -> object:
     return value
 
 
-def _check_quantities(values: dict[str, QuantityValue]) -> dict[str, QuantityValue]:
-    for key, value in values.items():
-        try:
-            parse_quantity(value)
-        except ValueError as err:
-            raise ValueError(f"{key}: {err}") from None
-    return values
+def _a_quantity(value: QuantityValue) -> QuantityValue:
+    """A Kubernetes quantity (``parse_quantity``); checked per value, so that each bad one of a
+    mapping is reported at its own key, all at once."""
+    parse_quantity(value)
+    return value
+
+
+Quantity = Annotated[QuantityValue, AfterValidator(_a_quantity)]
+"""A Kubernetes quantity: 500m, 2, 1.5Gi, 1e3."""
 
 
 # --- Kubernetes types the operator embeds (corev1), kept to their documented fields ----------
@@ -276,15 +278,13 @@ class ResourceClaim(SpecModel):
 class Resources(SpecModel):
     """Container resource limits and requests; values are Kubernetes quantities."""
 
-    limits: dict[str, QuantityValue] = Field(default_factory=dict)
+    limits: dict[str, Quantity] = Field(default_factory=dict)
     """Limits by resource name (cpu, memory, nvidia.com/gpu, ...), each a Kubernetes quantity."""
-    requests: dict[str, QuantityValue] = Field(default_factory=dict)
+    requests: dict[str, Quantity] = Field(default_factory=dict)
     """Requests by resource name, each a Kubernetes quantity; a request above its limit is
     refused before deploying."""
     claims: list[ResourceClaim] = Field(default_factory=list)
     """Dynamic resource claims the container uses (Kubernetes' ``resources.claims``)."""
-
-    _limits = field_validator("limits", "requests")(_check_quantities)
 
     @model_validator(mode="after")
     def _acceptable(self) -> Resources:
@@ -404,14 +404,12 @@ class PodSpec(SpecModel):
     """Share the node's IPC namespace with the broker pods."""
     host_pid: bool = Field(default=False, alias="hostPID")
     """Share the node's PID namespace with the broker pods."""
-    resources: dict[str, QuantityValue] = Field(default_factory=dict)
+    resources: dict[str, Quantity] = Field(default_factory=dict)
     """The broker pods' overhead (Kubernetes quantities), as the operator uses this field; needs
     ``runtimeClassName``. Container resources are set on each container."""
     security_context: PodSecurityContext | None = None
     """The securityContext of both pods, passed through whole (the operator copies only fsGroup);
     seccomp RuntimeDefault unless it names a profile."""
-
-    _resources = field_validator("resources")(_check_quantities)
 
 
 class FluxContainer(SpecModel):
@@ -629,19 +627,12 @@ class ContainerVolume(SpecModel):
     """An emptyDir, mounted at ``path`` or /dev/shm (the operator always mounts it at /dev/shm)."""
     empty_dir_medium: str | None = None
     """With emptyDir: memory for a tmpfs; empty or default for the node's disk."""
-    empty_dir_size_limit: QuantityValue | None = None
+    empty_dir_size_limit: Quantity | None = None
     """With emptyDir: its size limit, a Kubernetes quantity."""
     csi_driver: str | None = None
     """An inline CSI volume of this driver."""
     csi_driver_attributes: dict[str, str] = Field(default_factory=dict)
     """With csiDriver: the volume's attributes."""
-
-    @field_validator("empty_dir_size_limit")
-    @classmethod
-    def _size_limit(cls, value: QuantityValue | None) -> QuantityValue | None:
-        if value is not None:
-            parse_quantity(value)
-        return value
 
     @property
     def kind(self) -> str:
@@ -875,7 +866,8 @@ class MiniClusterSpec(SpecModel):
         for i, cluster in enumerate(self.flux.bursting.clusters):
             if cluster.name is None:
                 cluster.name = f"burst-{i}"
-            if cluster.size is None:
+            if cluster.size is None and self.size >= 1:
+                # A size below 1 is reported at spec.size alone: it lends the clusters nothing.
                 cluster.size = self.size
         return self
 

@@ -506,7 +506,7 @@ def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield problem
     if s.min_size < 0:
         yield Problem("spec.minSize", f"must be at least 0, got {s.min_size}")
-    elif s.min_size > s.size:
+    elif s.size >= 1 and s.min_size > s.size:  # a bad size is its own problem, not minSize's
         yield Problem("spec.minSize", f"must be at most size ({s.size}), got {s.min_size}")
     if s.tasks < 0:
         yield Problem("spec.tasks", f"must be at least 0, got {s.tasks}")
