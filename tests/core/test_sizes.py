@@ -130,3 +130,33 @@ def _assert_bounded(value: Any) -> None:
     assert limits.stored_bytes({"v": value}) <= (1 + limits.FIELDSET_JSON_RATIO) * len(
         json.dumps({"v": value}, separators=(",", ":"), ensure_ascii=False).encode()
     )
+
+
+# What kubectl v1.32 wrote as the last-applied annotation of this ConfigMap (`kubectl create
+# --save-config --dry-run=client -o json`): keys sorted, <, > and & and U+2028 escaped, é and the
+# tab as JSON has them, the annotations it keeps (and an empty mapping for none), a newline.
+KUBECTL_SAW = (
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x", "namespace": "default", "annotations": {"a": "b"}},
+        "data": {"s": "echo > /dev/null 2>&1 && x < y \u2028 é \t"},
+    },
+    '{"apiVersion":"v1","data":{"s":"echo \\u003e /dev/null 2\\u003e\\u00261 \\u0026\\u0026 x '
+    '\\u003c y \\u2028 é \\t"},"kind":"ConfigMap","metadata":{"annotations":{"a":"b"},"name":"x",'
+    '"namespace":"default"}}\n',
+)
+
+
+@pytest.mark.parametrize("own", [{"a": "b"}, None], ids=["annotated", "no-annotations"])
+def test_the_client_apply_annotation_is_counted_as_kubectl_writes_it(
+    own: dict[str, str] | None,
+) -> None:
+    obj, written = KUBECTL_SAW
+    meta = dict(obj["metadata"])
+    if own is None:
+        del meta["annotations"]
+        written = written.replace('"annotations":{"a":"b"}', '"annotations":{}')
+    total = sum(len(k) + len(v.encode()) for k, v in (own or {}).items())
+    expected = total + len(limits.LAST_APPLIED_ANNOTATION) + len(written.encode())
+    assert limits.client_apply_annotations_bytes({**obj, "metadata": meta}) == expected

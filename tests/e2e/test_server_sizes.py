@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from controlplane import ControlPlane, collection_path, object_path
-from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
+from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked, spec
 
 from flux_minicluster.core import limits
 
@@ -213,3 +214,66 @@ def test_the_stored_size_estimate_refuses_what_etcd_refuses(
     )
     assert offline_edge <= server_edge + 256, "offline accepts what the server refuses"
     assert offline_edge >= server_edge * 0.95, "offline refuses far more than the server"
+
+
+# --- plain `kubectl apply`: its last-applied annotation ------------------------------------------
+
+# Characters kubectl's JSON escapes (limits._GO_ESCAPED), so the edge holds them too.
+SCRIPT_LINE = "echo '<ready>' > /dev/null 2>&1 && true \u2028 é\n"
+
+
+def applied(cp: ControlPlane, obj: Manifest, *flags: str) -> tuple[bool, str]:
+    """`kubectl apply [flags] -f -` of ``obj`` for real, then deleted: (applied, its stderr)."""
+    text = json.dumps(obj)
+    proc = cp.kubectl("apply", *flags, "-f", "-", input=text, check=False, timeout=120)
+    if proc.returncode == 0:
+        cp.kubectl("delete", "--wait=false", "-f", "-", input=text, check=False, timeout=60)
+    return proc.returncode == 0, proc.stderr
+
+
+def client_applied_at(namespace: str, size: int) -> Manifest:
+    """A ConfigMap whose annotations, once plain `kubectl apply` adds its own, are ``size``
+    bytes by the offline count."""
+    obj = config_map(namespace, 10)
+    lines = SCRIPT_LINE * 2000
+    obj["data"] = {"a": lines}
+    pad = size - limits.client_apply_annotations_bytes(obj)
+    obj["data"] = {"a": lines + "x" * pad}
+    assert limits.client_apply_annotations_bytes(obj) == size
+    return obj
+
+
+def test_plain_kubectl_apply_is_refused_at_the_byte_the_offline_count_says(
+    module_control_plane: ControlPlane, namespace: str
+) -> None:
+    """The last-applied annotation's size, counted offline as kubectl encodes it, draws the line
+    where the server does; the object itself is fine (``--server-side`` applies it), and
+    ``minicluster render`` warns of exactly such objects."""
+    cp = module_control_plane
+    at = client_applied_at(namespace, limits.MAX_ANNOTATIONS_BYTES)
+    over = client_applied_at(namespace, limits.MAX_ANNOTATIONS_BYTES + 1)
+    assert limits.size_problems(over) == []
+    assert limits.client_apply_problem(at) is None
+    assert "--server-side" in (limits.client_apply_problem(over) or "")
+    assert applied(cp, at)[0]
+    accepted, said = applied(cp, over)
+    assert not accepted
+    assert re.search(f"metadata.annotations: {SERVER_SAYS['(256 KiB)']}", said), said
+    assert applied(cp, over, "--server-side")[0]
+
+
+def test_a_minicluster_too_large_for_plain_kubectl_apply(
+    module_control_plane: ControlPlane, namespace: str
+) -> None:
+    """A MiniCluster with 300 kB of commands.pre: its ConfigMap, and only it, is too large for
+    plain `kubectl apply` by the offline count and for the server, and applies server-side."""
+    doc = spec(commands={"pre": SCRIPT_LINE * 7000})
+    doc["metadata"]["namespace"] = namespace
+    objects = render_unchecked(doc)
+    flagged = [o for o in objects if limits.client_apply_problem(o)]
+    assert [o["kind"] for o in flagged] == ["ConfigMap"]
+    (config,) = flagged
+    accepted, said = applied(module_control_plane, config)
+    assert not accepted
+    assert re.search(SERVER_SAYS["(256 KiB)"], said), said
+    assert applied(module_control_plane, config, "--server-side")[0]

@@ -23,7 +23,7 @@ from typing import Any
 
 from flux_minicluster.cli import folders
 from flux_minicluster.cli.notices import warn
-from flux_minicluster.core import certificate, kubeversion, plan
+from flux_minicluster.core import certificate, kubeversion, limits, plan
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render, to_json, to_yaml
@@ -135,12 +135,23 @@ def _certificate(
 
 def emit(objects: list[dict[str, Any]], args: argparse.Namespace) -> int:
     """Print the objects (``-o yaml|json``) or write them into ``--output-dir``."""
+    client_apply_warnings(objects)
     if args.output_dir:
         for path in folders.write_folder(Path(args.output_dir), objects):
             print(path, file=sys.stderr)
         return EXIT_OK
     sys.stdout.write(to_json(objects) if args.output == "json" else to_yaml(objects))
     return EXIT_OK
+
+
+def client_apply_warnings(objects: list[dict[str, Any]]) -> None:
+    """A warning on stderr for each object plain `kubectl apply` would be refused (its
+    last-applied annotation too large) though the API server takes the object itself."""
+    for obj in objects:
+        if problem := limits.client_apply_problem(obj):
+            meta = obj.get("metadata", {})
+            where = "/".join(str(meta[k]) for k in ("namespace", "name") if k in meta)
+            print(f"warning: {obj.get('kind')} {where} is {problem}", file=sys.stderr)
 
 
 def _stacks(args: argparse.Namespace) -> int:
@@ -188,6 +199,7 @@ def _stacks(args: argparse.Namespace) -> int:
             show_secrets=args.show_secrets,
         )
         beside = {f"{rendering.stack}.outputs.json": outputs}
+        client_apply_warnings(objects)
         folders.write_folder(
             out / rendering.stack, objects, rendering.patches, beside, named_by_render=True
         )

@@ -61,6 +61,49 @@ def annotations_bytes(metadata: Any) -> int:
     return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in values.items())
 
 
+# Plain `kubectl apply` (client-side apply) records the object it sends, as JSON, in this
+# annotation, and the API server holds it to MAX_ANNOTATIONS_BYTES with the object's others: an
+# object the server takes (a ConfigMap of large scripts, up to 1 MiB of data) can be refused to
+# `kubectl apply`, and taken by `kubectl apply --server-side`, which records no such annotation.
+LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
+# Characters Go's encoding/json writes as \u escapes (6 bytes) where Python's json.dumps writes
+# them as they are: <, > and & (HTML-safe JSON), and the line and paragraph separators.
+_GO_ESCAPED: Final = {"<": 5, ">": 5, "&": 5, "\u2028": 3, "\u2029": 3}
+
+
+def client_apply_annotations_bytes(manifest: Mapping[str, Any]) -> int:
+    """The bytes of ``manifest``'s annotations once `kubectl apply` (client-side) has added its
+    last-applied annotation: the object's own, and that one, whose value is the object without
+    it as kubectl encodes it (Go's encoding/json: compact, keys sorted, with the escapes of
+    ``_GO_ESCAPED``, and a final newline)."""
+    metadata = _mapping(manifest.get("metadata"))
+    own = {
+        k: v
+        for k, v in _mapping(metadata.get("annotations")).items()
+        if k != LAST_APPLIED_ANNOTATION
+    }
+    # kubectl writes the annotations it keeps back, an empty mapping when there are none.
+    body = {**manifest, "metadata": {**metadata, "annotations": own}}
+    text = json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    escaped = sum(text.count(ch) * extra for ch, extra in _GO_ESCAPED.items())
+    value = len(text.encode()) + escaped + 1
+    return annotations_bytes(body.get("metadata")) + len(LAST_APPLIED_ANNOTATION) + value
+
+
+def client_apply_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why plain `kubectl apply` of ``manifest`` would be refused while the object itself is
+    fine (``--server-side`` applies it), if it would."""
+    size = client_apply_annotations_bytes(manifest)
+    if size <= MAX_ANNOTATIONS_BYTES:
+        return None
+    return (
+        f"too large for client-side `kubectl apply`: its {LAST_APPLIED_ANNOTATION} annotation "
+        f"would bring its annotations to {size} bytes, and the API server accepts at most "
+        f"{MAX_ANNOTATIONS_BYTES} (256 KiB); apply it with `kubectl apply --server-side` (or "
+        "`kubectl create`)"
+    )
+
+
 # The managedFields field set of a value is at most this many times its compact JSON (UTF-8):
 # each key costs its JSON plus 4 bytes against its JSON plus 2 in the object, a leaf 2 ({})
 # against at least 1, and a list item at most its JSON twice escaped plus 8, or an index
