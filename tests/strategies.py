@@ -514,7 +514,9 @@ def spec_cases(draw: st.DrawFn, *, custom_hostlists: bool = True) -> SpecCase:
     namespace = draw(dns_labels(1, 20))
     mode = draw(st.sampled_from(MODES))
     pool = VolumePool()
-    view_name = draw(st.sampled_from(["flux-view", "view"]))
+    # The flux view init container and the Flux container (named after the MiniCluster) are
+    # containers of one pod: their names differ.
+    view_name = draw(st.sampled_from([v for v in ("flux-view", "view") if v != name]))
     reserved = {name, view_name, f"{name}-services", f"{name}-entrypoint", f"{name}-curve"}
 
     flux = draw(flux_container(mode, pool))
