@@ -950,9 +950,52 @@ def test_v1alpha1_rules_refuse_what_the_server_refuses(
     """Each rule validation applies to v1alpha1's volumes, users and RESTful server refuses a
     spec whose rendering the API server refuses (with the rule off), naming the same value;
     the control case's objects all pass."""
+    _rule_against_server(module_control_plane, monkeypatch, _v1(spec), path, refused)
+
+
+@pytest.mark.parametrize(
+    ("flux", "path", "refused"),
+    [
+        ({"container": {"mountPath": "/mnt/curve"}}, "spec.flux.container.mountPath",
+         {"Job/mc": "must be unique"}),
+        ({"container": {"name": "mc"}}, "spec.flux.container.name",
+         {"Job/mc": 'Duplicate value: "mc"'}),
+        # taken by the server: no Secret can have that name, so the pods never start (kubecheck's
+        # "secret volume names a Secret", a later failure)
+        ({"mungeSecret": "Not_A_Name"}, "spec.flux.mungeSecret", {}),
+    ],
+)  # fmt: skip
+def test_flux_rules_refuse_what_the_server_refuses(
+    module_control_plane: ControlPlane,
+    monkeypatch: pytest.MonkeyPatch,
+    flux: dict[str, Any],
+    path: str,
+    refused: dict[str, str],
+) -> None:
+    """The rules on spec.flux that issue 37 found missing: with each off, the server refuses
+    the Job (two mounts at one path, two containers of one name), or takes a pod that can never
+    start."""
+    doc = {
+        "apiVersion": "flux-framework.org/v1alpha2",
+        "kind": "MiniCluster",
+        "metadata": {"name": "mc", "namespace": "v2-rules"},
+        "spec": {"containers": [V1_APP], "flux": flux},
+    }
+    _rule_against_server(module_control_plane, monkeypatch, doc, path, refused)
+
+
+def _rule_against_server(
+    cp: ControlPlane,
+    monkeypatch: pytest.MonkeyPatch,
+    doc: dict[str, Any],
+    path: str | None,
+    refused: dict[str, str],
+) -> None:
+    """``doc`` is refused at ``path`` alone (None: accepted); with validation's rules off, its
+    rendering is dry-run object by object and the server refuses exactly ``refused`` (object ->
+    a fragment of its message)."""
     from flux_minicluster.core import validation
 
-    doc = _v1(spec)
     if path is None:
         parse(doc)
     else:
@@ -961,8 +1004,8 @@ def test_v1alpha1_rules_refuse_what_the_server_refuses(
         assert [p.path for p in problems.value.problems] == [path]
     monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
     objs = objects_of(parse(doc))
-    provide_references(module_control_plane, objs)
-    verdicts = {ident(o): module_control_plane.dry_run(o) for o in objs}
+    provide_references(cp, objs)
+    verdicts = {ident(o): cp.dry_run(o) for o in objs}
     server = {name: message for name, (ok, message) in verdicts.items() if not ok}
     assert sorted(server) == sorted(refused)
     for name, fragment in refused.items():
