@@ -915,85 +915,68 @@ def _v1(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(
-    ("spec", "path", "refused"),
-    [
-        ({"volumes": {"Data_1": {"path": "/d"}}}, "spec.volumes.Data_1",
-         {"PersistentVolume/v1-rules-mc-Data_1": "Data_1",
-          "PersistentVolumeClaim/mc-Data_1": "Data_1"}),
-        ({"volumes": {"d": {"path": "/d", "storageClass": "fast"}}}, "spec.volumes.d.driver",
-         {"PersistentVolume/v1-rules-mc-d": "spec.csi.driver: Required value"}),
-        ({"volumes": {"d": {"path": "/d", "storageClass": "fast", "driver": "Bad_Driver"}}},
-         "spec.volumes.d.driver", {"PersistentVolume/v1-rules-mc-d": "Bad_Driver"}),
-        ({"volumes": {"d": {"path": "/d", "labels": {"a": "b c"}}}}, "spec.volumes.d.labels.a",
-         {"PersistentVolume/v1-rules-mc-d": "metadata.labels"}),
-        ({"fluxRestful": {"port": 70000}}, "spec.fluxRestful.port",
-         {"Service/mc-restful": "70000", "NetworkPolicy/mc-mesh": "70000"}),
-        ({"users": [{"name": "bad name"}]}, "spec.users[0].name",
-         {"Secret/mc-users": "password-bad name"}),
-        ({"users": V1_USERS, "containers": [{**V1_APP, "existingVolumes": {"munge-key": {
-          "path": "/m", "configMapName": "m"}}}]}, "spec.containers[0].existingVolumes.munge-key",
-         {"Job/mc": "Duplicate value: \"munge-key\""}),
-        # the control: the same objects, valid, and every one accepted
-        ({"users": V1_USERS, "fluxRestful": {"port": 5000}, "volumes": {
-          "d": {"path": "/d", "labels": {"a": "b"}},
-          "c": {"path": "/c", "storageClass": "fast", "driver": "csi.example.com"}}}, None, {}),
-    ],
-)  # fmt: skip
-def test_v1alpha1_rules_refuse_what_the_server_refuses(
-    module_control_plane: ControlPlane,
-    monkeypatch: pytest.MonkeyPatch,
-    spec: dict[str, Any],
-    path: str | None,
-    refused: dict[str, str],
-) -> None:
-    """Each rule validation applies to v1alpha1's volumes, users and RESTful server refuses a
-    spec whose rendering the API server refuses (with the rule off), naming the same value;
-    the control case's objects all pass."""
-    _rule_against_server(module_control_plane, monkeypatch, _v1(spec), path, refused)
+# (the spec, the one problem's path or None, what the server refuses: object -> a fragment)
+V1ALPHA1_RULES: list[tuple[dict[str, Any], str | None, dict[str, str]]] = [
+    ({"volumes": {"Data_1": {"path": "/d"}}}, "spec.volumes.Data_1",
+     {"PersistentVolume/v1-rules-mc-Data_1": "Data_1",
+      "PersistentVolumeClaim/mc-Data_1": "Data_1"}),
+    ({"volumes": {"d": {"path": "/d", "storageClass": "fast"}}}, "spec.volumes.d.driver",
+     {"PersistentVolume/v1-rules-mc-d": "spec.csi.driver: Required value"}),
+    ({"volumes": {"d": {"path": "/d", "storageClass": "fast", "driver": "Bad_Driver"}}},
+     "spec.volumes.d.driver", {"PersistentVolume/v1-rules-mc-d": "Bad_Driver"}),
+    ({"volumes": {"d": {"path": "/d", "labels": {"a": "b c"}}}}, "spec.volumes.d.labels.a",
+     {"PersistentVolume/v1-rules-mc-d": "metadata.labels"}),
+    ({"fluxRestful": {"port": 70000}}, "spec.fluxRestful.port",
+     {"Service/mc-restful": "70000", "NetworkPolicy/mc-mesh": "70000"}),
+    ({"users": [{"name": "bad name"}]}, "spec.users[0].name",
+     {"Secret/mc-users": "password-bad name"}),
+    ({"users": V1_USERS, "containers": [{**V1_APP, "existingVolumes": {"munge-key": {
+      "path": "/m", "configMapName": "m"}}}]}, "spec.containers[0].existingVolumes.munge-key",
+     {"Job/mc": "Duplicate value: \"munge-key\""}),
+    # the control: the same objects, valid, and every one accepted
+    ({"users": V1_USERS, "fluxRestful": {"port": 5000}, "volumes": {
+      "d": {"path": "/d", "labels": {"a": "b"}},
+      "c": {"path": "/c", "storageClass": "fast", "driver": "csi.example.com"}}}, None, {}),
+]  # fmt: skip
+
+# The rules on spec.flux that issue 37 found missing (the spec.flux of a v1alpha2 document).
+FLUX_RULES: list[tuple[dict[str, Any], str | None, dict[str, str]]] = [
+    # two mounts at one path; two containers of one name
+    ({"container": {"mountPath": "/mnt/curve"}}, "spec.flux.container.mountPath",
+     {"Job/mc": "must be unique"}),
+    ({"container": {"name": "mc"}}, "spec.flux.container.name",
+     {"Job/mc": 'Duplicate value: "mc"'}),
+    # taken by the server: no Secret can have that name, so the pods never start (kubecheck's
+    # "secret volume names a Secret", a later failure)
+    ({"mungeSecret": "Not_A_Name"}, "spec.flux.mungeSecret", {}),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("flux", "path", "refused"),
-    [
-        ({"container": {"mountPath": "/mnt/curve"}}, "spec.flux.container.mountPath",
-         {"Job/mc": "must be unique"}),
-        ({"container": {"name": "mc"}}, "spec.flux.container.name",
-         {"Job/mc": 'Duplicate value: "mc"'}),
-        # taken by the server: no Secret can have that name, so the pods never start (kubecheck's
-        # "secret volume names a Secret", a later failure)
-        ({"mungeSecret": "Not_A_Name"}, "spec.flux.mungeSecret", {}),
-    ],
-)  # fmt: skip
-def test_flux_rules_refuse_what_the_server_refuses(
-    module_control_plane: ControlPlane,
-    monkeypatch: pytest.MonkeyPatch,
-    flux: dict[str, Any],
-    path: str,
-    refused: dict[str, str],
-) -> None:
-    """The rules on spec.flux that issue 37 found missing: with each off, the server refuses
-    the Job (two mounts at one path, two containers of one name), or takes a pod that can never
-    start."""
-    doc = {
+def _v2(flux: dict[str, Any]) -> dict[str, Any]:
+    return {
         "apiVersion": "flux-framework.org/v1alpha2",
         "kind": "MiniCluster",
         "metadata": {"name": "mc", "namespace": "v2-rules"},
         "spec": {"containers": [V1_APP], "flux": flux},
     }
-    _rule_against_server(module_control_plane, monkeypatch, doc, path, refused)
 
 
-def _rule_against_server(
-    cp: ControlPlane,
+@pytest.mark.parametrize(
+    ("doc", "path", "refused"),
+    [(_v1(spec), path, refused) for spec, path, refused in V1ALPHA1_RULES]
+    + [(_v2(flux), path, refused) for flux, path, refused in FLUX_RULES],
+)
+def test_validation_rules_refuse_what_the_server_refuses(
+    module_control_plane: ControlPlane,
     monkeypatch: pytest.MonkeyPatch,
     doc: dict[str, Any],
     path: str | None,
     refused: dict[str, str],
 ) -> None:
-    """``doc`` is refused at ``path`` alone (None: accepted); with validation's rules off, its
-    rendering is dry-run object by object and the server refuses exactly ``refused`` (object ->
-    a fragment of its message)."""
+    """Each rule validation applies to v1alpha1's volumes, users and RESTful server, and to
+    spec.flux, refuses a spec whose rendering the API server refuses (with the rule off),
+    naming the same value, or whose pods could never start; the control case's objects all
+    pass."""
     from flux_minicluster.core import validation
 
     if path is None:
@@ -1004,8 +987,8 @@ def _rule_against_server(
         assert [p.path for p in problems.value.problems] == [path]
     monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
     objs = objects_of(parse(doc))
-    provide_references(cp, objs)
-    verdicts = {ident(o): cp.dry_run(o) for o in objs}
+    provide_references(module_control_plane, objs)
+    verdicts = {ident(o): module_control_plane.dry_run(o) for o in objs}
     server = {name: message for name, (ok, message) in verdicts.items() if not ok}
     assert sorted(server) == sorted(refused)
     for name, fragment in refused.items():
