@@ -260,3 +260,38 @@ def test_the_init_containers_own_settings_win(build: Build) -> None:
     (init,) = job_pod(render(build(spec), None).objects())["initContainers"]
     assert init["securityContext"]["readOnlyRootFilesystem"] is False
     assert init["resources"] == {"requests": {"cpu": 2}}
+
+
+@pytest.mark.parametrize(
+    ("flux", "output"),
+    [
+        ({}, "/tmp/fluxout"),
+        # The spec's own output directory, or its own volume over the default, is left as it is.
+        ({"logs": "/data/out"}, None),
+        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp"}}}, None),
+        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp/fluxout-x"}}}, "/tmp/fluxout"),
+    ],
+    ids=["default", "own-logs", "own-volume-above", "own-volume-beside"],
+)
+def test_the_entrypoints_output_is_not_on_the_root_filesystem(
+    build: Build, flux: dict[str, Any], output: str | None
+) -> None:
+    """So a spec can make the Flux container's root read-only: the entrypoint makes
+    FLUX_OUTPUT_DIR (the operator's /tmp/fluxout by default), and batch jobs write there."""
+    spec = {"containers": [{"image": "u:1", "command": "hostname", **flux}]}
+    spec["containers"][0]["securityContext"] = {"readOnlyRootFilesystem": True}
+    objects = render(build(spec), None).objects()
+    pod = job_pod(objects)
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    on_volume = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    ours = [v for v in pod["volumes"] if v["name"] == layout.OUTPUT_VOLUME]
+    if output is None:
+        assert ours == []
+        assert layout.OUTPUT_VOLUME not in on_volume.values()
+    else:
+        assert on_volume[output] == layout.OUTPUT_VOLUME
+        assert ours == [{"name": layout.OUTPUT_VOLUME, "emptyDir": {}}]
+        entrypoint = next(o for o in objects if o["kind"] == "ConfigMap")
+        assert f"export FLUX_OUTPUT_DIR={output}\n" in entrypoint["data"]["wait-0.sh"]
+    assert kubecheck.refusals(objects) == []
