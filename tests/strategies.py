@@ -531,7 +531,12 @@ def spec_cases(draw: st.DrawFn, *, custom_hostlists: bool = True) -> SpecCase:
     # Volume names must not shadow the MiniCluster's own pod volumes.
     for c in containers:
         for vname in list(c.get("volumes", {})):
-            if vname in reserved or vname in ("spack-software", "flux-operator-home", "curve-cert"):
+            if vname in reserved or vname in (
+                "spack-software",
+                "flux-operator-home",
+                "curve-cert",
+                "flux-output",
+            ):
                 del c["volumes"][vname]
         if "volumes" in c and not c["volumes"]:
             del c["volumes"]

@@ -642,5 +642,6 @@ def test_system_volumes(rendered: Rendered, job_pod: JobPod) -> None:
         "flux-view",
         "demo-entrypoint",
         layout.CURVE_VOLUME,
+        layout.OUTPUT_VOLUME,
     ]
     assert volumes[4]["secret"]["secretName"] == "demo-curve"

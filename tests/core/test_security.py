@@ -170,14 +170,43 @@ def test_the_init_container_is_locked_down_with_resources(
     assert set(init["resources"]) == {"requests", "limits"}
 
 
-def test_the_flux_container_drops_net_raw_and_cannot_escalate(build: Build) -> None:
-    pod = job_pod(render(build({}), None).objects())
-    (flux,) = pod["containers"]
-    assert flux["securityContext"] == {
-        "allowPrivilegeEscalation": False,
+BASELINE = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["NET_RAW"]}}
+SIDECARS = {
+    "containers": [
+        {"image": "ubuntu:24.04", "runFlux": True, "command": "hostname"},
+        {"name": "metrics", "image": "exporter:1", "noWrapEntrypoint": True},
+    ],
+    "services": [{"name": "db", "image": "redis:7"}],
+}
+
+
+def containers_by_name(objects: list[Manifest]) -> dict[str, dict[str, Any]]:
+    """Every regular container of the Job's pod and the services Pod, by name."""
+    pods = [job_pod(objects), *(o["spec"] for o in objects if o["kind"] == "Pod")]
+    return {c["name"]: c for pod in pods for c in pod["containers"]}
+
+
+@pytest.mark.parametrize("name", ["flux-sample", "metrics", "db"])
+def test_every_application_container_drops_net_raw_and_cannot_escalate(
+    build: Build, name: str
+) -> None:
+    """The Flux container, a sidecar and a services container run the user's images: each gets
+    the same baseline, and the pod the runtime's seccomp profile."""
+    objects = render(build(SIDECARS), None).objects()
+    assert containers_by_name(objects)[name]["securityContext"] == BASELINE
+    assert job_pod(objects)["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert kubecheck.refusals(objects) == []
+
+
+def test_a_sidecars_own_security_context_wins(build: Build) -> None:
+    spec: dict[str, Any] = {**SIDECARS, "services": [{"name": "db", "image": "redis:7"}]}
+    spec["services"][0]["securityContext"] = {"allowPrivilegeEscalation": True, "runAsUser": 999}
+    db = containers_by_name(render(build(spec), None).objects())["db"]
+    assert db["securityContext"] == {
+        "allowPrivilegeEscalation": True,
         "capabilities": {"drop": ["NET_RAW"]},
+        "runAsUser": 999,
     }
-    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
 @pytest.mark.parametrize(
@@ -231,3 +260,38 @@ def test_the_init_containers_own_settings_win(build: Build) -> None:
     (init,) = job_pod(render(build(spec), None).objects())["initContainers"]
     assert init["securityContext"]["readOnlyRootFilesystem"] is False
     assert init["resources"] == {"requests": {"cpu": 2}}
+
+
+@pytest.mark.parametrize(
+    ("flux", "output"),
+    [
+        ({}, "/tmp/fluxout"),
+        # The spec's own output directory, or its own volume over the default, is left as it is.
+        ({"logs": "/data/out"}, None),
+        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp"}}}, None),
+        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp/fluxout-x"}}}, "/tmp/fluxout"),
+    ],
+    ids=["default", "own-logs", "own-volume-above", "own-volume-beside"],
+)
+def test_the_entrypoints_output_is_not_on_the_root_filesystem(
+    build: Build, flux: dict[str, Any], output: str | None
+) -> None:
+    """So a spec can make the Flux container's root read-only: the entrypoint makes
+    FLUX_OUTPUT_DIR (the operator's /tmp/fluxout by default), and batch jobs write there."""
+    spec = {"containers": [{"image": "u:1", "command": "hostname", **flux}]}
+    spec["containers"][0]["securityContext"] = {"readOnlyRootFilesystem": True}
+    objects = render(build(spec), None).objects()
+    pod = job_pod(objects)
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    on_volume = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    ours = [v for v in pod["volumes"] if v["name"] == layout.OUTPUT_VOLUME]
+    if output is None:
+        assert ours == []
+        assert layout.OUTPUT_VOLUME not in on_volume.values()
+    else:
+        assert on_volume[output] == layout.OUTPUT_VOLUME
+        assert ours == [{"name": layout.OUTPUT_VOLUME, "emptyDir": {}}]
+        entrypoint = next(o for o in objects if o["kind"] == "ConfigMap")
+        assert f"export FLUX_OUTPUT_DIR={output}\n" in entrypoint["data"]["wait-0.sh"]
+    assert kubecheck.refusals(objects) == []

@@ -231,8 +231,8 @@ def test_names_are_stable_across_runs(run_pulumi: Run) -> None:
     [
         ("auto", "flux keygen --name="),
         ("flux", 'flux keygen --name="$cert_name" --meta="keygen.hostname=$cert_hostname"'),
-        ("kubectl", "--restart=Never --rm -i --quiet"),
-        ("container", 'run --rm --entrypoint bash "$view_image"'),
+        ("kubectl", 'kube exec "$pod" -- bash -c "$in_image"'),
+        ("container", '"$runtime" exec "$id" bash -c "$in_image"'),
         ("builtin", "-m flux_minicluster.core.keygen"),
     ],
 )

@@ -83,18 +83,30 @@ sys.exit(subprocess.call([sys.executable, "-m", "flux_minicluster.core.keygen",
                           "--name", name, "--hostname", host, "--output", target]))
 """
 
-# kubectl, docker and podman: record the arguments, then run what follows "bash" (the in-image
-# command) with bash, as the pod or container would.
+# kubectl, docker and podman: record the arguments, then act as the pod or container would. What
+# follows "bash -c" (the in-image command) runs with bash; when it is the main process (`run`) its
+# stdout is also appended to the container log, as the kubelet or the runtime keeps it; an exec
+# session's output only streams back. `run --detach` prints a container id; other calls succeed.
+# `fail` names the subcommand that fails ("*": every one).
 FAKE_LAUNCHER = """#!{python}
 import json, subprocess, sys
 args = sys.argv[1:]
 with open({log!r}, "a") as log:
     log.write(json.dumps({{"tool": {tool!r}, "argv": args}}) + "\\n")
-if {fail!r}:
+subcommand = next((a for a in args if not a.startswith("-")), "")
+if {fail!r} in ("*", subcommand):
     print("{tool}: cannot connect", file=sys.stderr)
     sys.exit(1)
-inner = args[args.index("-c") + 1]
-sys.exit(subprocess.call([{bash!r}, "-c", inner]))
+if "-c" in args:
+    inner = args[args.index("-c") + 1]
+    done = subprocess.run([{bash!r}, "-c", inner], stdout=subprocess.PIPE, text=True)
+    if subcommand == "run":
+        with open({container_log!r}, "a") as container_log:
+            container_log.write(done.stdout)
+    sys.stdout.write(done.stdout)
+    sys.exit(done.returncode)
+if subcommand == "run" and "--detach" in args:
+    print("c0ffee")
 """
 
 
@@ -105,6 +117,7 @@ class Sandbox:
         self.bin = root / "bin"
         self.bin.mkdir()
         self.log = root / "calls.jsonl"
+        self.container_log = root / "container.log"
         for tool in BASICS:
             found = shutil.which(tool)
             assert found, tool
@@ -113,9 +126,14 @@ class Sandbox:
     def add_flux(self, mode: str = "ok") -> None:
         self._write("flux", FAKE_FLUX.format(python=sys.executable, log=str(self.log), mode=mode))
 
-    def add_launcher(self, tool: str, *, fail: bool = False) -> None:
+    def add_launcher(self, tool: str, *, fail: str = "") -> None:
         text = FAKE_LAUNCHER.format(
-            python=sys.executable, log=str(self.log), tool=tool, fail=fail, bash=BASH
+            python=sys.executable,
+            log=str(self.log),
+            container_log=str(self.container_log),
+            tool=tool,
+            fail=fail,
+            bash=BASH,
         )
         self._write(tool, text)
 
@@ -129,10 +147,12 @@ class Sandbox:
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
-    def run(self, settings: KeygenSettings) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, settings: KeygenSettings, *, python: str = sys.executable
+    ) -> subprocess.CompletedProcess[str]:
         env = {
             "PATH": str(self.bin),
-            "PYTHON": sys.executable,
+            "PYTHON": python,
             "PYTHONPATH": str(ROOT),
             "HOME": str(self.bin.parent),
         }
@@ -189,36 +209,48 @@ def test_flux_keygen_writes_into_a_fresh_directory_that_is_removed(sandbox: Sand
     [(None, None), ("/home/a user/.kube/it's config", "ctx $(touch pwned) `touch pwned`")],
     ids=["defaults", "hostile-values"],
 )
-def test_kubectl_runs_flux_keygen_in_a_one_off_pod(
+def test_kubectl_runs_flux_keygen_in_an_exec_session_of_a_one_off_pod(
     sandbox: Sandbox, kubeconfig: str | None, context: str | None
 ) -> None:
     sandbox.add_launcher("kubectl")
     sandbox.add_flux()  # what the pod's /opt/view/bin/flux would be
     settings = replace(SETTINGS, strategy="kubectl", kubeconfig=kubeconfig, context=context)
     made_for(certificate(sandbox.run(settings)))
-    kubectl, flux = sandbox.calls()
-    argv = kubectl["argv"]
-    expected_head = [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
-    expected_head += [f"--context={context}"] if context else []
-    assert argv[: len(expected_head)] == expected_head
-    rest = argv[len(expected_head) :]
-    assert rest[0] == "run"
-    assert re.fullmatch(r"flux-sample-keygen-[0-9a-f]{8}", rest[1])
-    assert rest[2:-1] == [
-        "--namespace=hpc",
+    run, wait, exec_, flux, delete = sandbox.calls()
+    head = [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
+    head += [f"--context={context}"] if context else []
+    head += ["--namespace=hpc"]
+    for call in (run, wait, exec_, delete):
+        assert call["argv"][: len(head)] == head
+    run_args = run["argv"][len(head) :]
+    pod = run_args[1]
+    assert re.fullmatch(r"flux-sample-keygen-[0-9a-f]{8}", pod)
+    assert run_args[0] == "run"
+    assert run_args[2:] == [
         "--image=ghcr.io/example/flux-view:1",
         "--restart=Never",
-        "--rm",
-        "-i",
         "--quiet",
-        "--pod-running-timeout=5m",
         "--labels=app.kubernetes.io/managed-by=flux-minicluster",
         "--command",
         "--",
-        "bash",
-        "-c",
+        "sleep",
+        "600",
     ]
-    assert 'export PATH="/opt/view/bin:' in rest[-1]
+    assert wait["argv"][len(head) :] == [
+        "wait",
+        "--for=condition=Ready",
+        "--timeout=5m",
+        f"pod/{pod}",
+    ]
+    assert exec_["argv"][len(head) : -1] == ["exec", pod, "--", "bash", "-c"]
+    assert 'export PATH="/opt/view/bin:' in exec_["argv"][-1]
+    assert delete["argv"][len(head) :] == [
+        "delete",
+        "pod",
+        pod,
+        "--wait=false",
+        "--ignore-not-found",
+    ]
     assert flux["argv"][:3] == [
         "keygen",
         "--name=flux-sample",
@@ -235,7 +267,7 @@ def test_kubectl_runs_flux_keygen_in_a_one_off_pod(
         (("docker", "podman"), "podman", "podman"),
     ],
 )
-def test_container_runs_flux_keygen_in_the_view_image(
+def test_container_runs_flux_keygen_in_an_exec_session_of_the_view_image(
     sandbox: Sandbox, installed: tuple[str, ...], runtime: Any, used: str
 ) -> None:
     for tool in installed:
@@ -243,9 +275,50 @@ def test_container_runs_flux_keygen_in_the_view_image(
     sandbox.add_flux()
     settings = replace(SETTINGS, strategy="container", container_runtime=runtime)
     made_for(certificate(sandbox.run(settings)))
-    launcher, _flux = sandbox.calls()
-    assert launcher["tool"] == used
-    assert launcher["argv"][:6] == ["run", "--rm", "--entrypoint", "bash", SETTINGS.image, "-c"]
+    run, exec_, _flux, remove = sandbox.calls()
+    assert {run["tool"], exec_["tool"], remove["tool"]} == {used}
+    assert run["argv"] == [
+        "run",
+        "--detach",
+        "--rm",
+        "--entrypoint",
+        "sleep",
+        SETTINGS.image,
+        "600",
+    ]
+    assert exec_["argv"][:-1] == ["exec", "c0ffee", "bash", "-c"]
+    assert remove["argv"] == ["rm", "--force", "c0ffee"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "launcher", "fail"),
+    [
+        ("kubectl", "kubectl", ""),
+        ("kubectl", "kubectl", "exec"),
+        ("kubectl", "kubectl", "wait"),
+        ("container", "docker", ""),
+        ("container", "podman", "exec"),
+    ],
+)
+def test_the_secret_key_never_passes_through_a_container_log(
+    sandbox: Sandbox, strategy: Any, launcher: str, fail: str
+) -> None:
+    """A pod's or container's main process prints into its log (``kubectl logs``, ``docker logs``,
+    any log shipper): the certificate must come back another way, and the one-off pod or
+    container is removed whether or not the keygen worked."""
+    sandbox.add_launcher(launcher, fail=fail)
+    sandbox.add_flux()
+    result = sandbox.run(replace(SETTINGS, strategy=strategy))
+    if fail:
+        assert result.returncode != 0
+        assert result.stdout == ""
+    else:
+        made_for(certificate(result))
+    log = sandbox.container_log.read_text() if sandbox.container_log.exists() else ""
+    assert "secret-key" not in log
+    assert "public-key" not in log
+    removed = [c["argv"] for c in sandbox.calls() if {"delete", "rm"} & set(c.get("argv", []))]
+    assert len(removed) == 1
 
 
 def test_auto_takes_flux_first(sandbox: Sandbox) -> None:
@@ -256,20 +329,21 @@ def test_auto_takes_flux_first(sandbox: Sandbox) -> None:
     assert [call.get("tool", "flux") for call in sandbox.calls()] == ["flux"]
 
 
-def test_auto_takes_kubectl_without_flux(sandbox: Sandbox) -> None:
+def test_auto_keeps_the_key_on_this_machine_without_flux(sandbox: Sandbox) -> None:
     sandbox.add_launcher("kubectl")
     sandbox.add_launcher("docker")
-    # No flux on this PATH, so the "pod" runs the real in-image command against a missing flux:
-    # kubectl fails, auto moves on to docker, which fails the same way, then builtin succeeds.
-    made_for(certificate(result := sandbox.run(SETTINGS)))
-    assert [call["tool"] for call in sandbox.calls()] == ["kubectl", "docker"]
-    assert "kubectl failed" in result.stderr
-    assert "container failed" in result.stderr
-
-
-def test_auto_falls_back_to_builtin_when_nothing_else_is_on_path(sandbox: Sandbox) -> None:
+    # builtin (this package's generator) comes before any container or pod
     made_for(certificate(sandbox.run(SETTINGS)))
     assert sandbox.calls() == []
+
+
+def test_auto_turns_to_a_container_then_a_pod_without_flux_or_python(sandbox: Sandbox) -> None:
+    sandbox.add_launcher("kubectl")
+    sandbox.add_launcher("docker", fail="*")
+    result = sandbox.run(SETTINGS, python=str(sandbox.bin / "no-python"))
+    assert result.returncode == 1  # the fake pod has no flux either
+    assert [c["tool"] for c in sandbox.calls()][:2] == ["docker", "kubectl"]
+    assert "(tried: container kubectl)" in result.stderr
 
 
 def test_auto_moves_on_when_a_strategy_fails(sandbox: Sandbox) -> None:
@@ -291,9 +365,9 @@ def test_auto_moves_on_when_a_strategy_fails(sandbox: Sandbox) -> None:
         ("flux", lambda s: s.add_flux(mode="fail"), "(strategy flux): flux failed"),
         ("flux", lambda s: s.add_flux(mode="garbage"), "(strategy flux): flux printed no cert"),
         ("kubectl", lambda s: None, "(strategy kubectl): kubectl not found on PATH"),
-        ("kubectl", lambda s: s.add_launcher("kubectl", fail=True), "kubectl: cannot connect"),
+        ("kubectl", lambda s: s.add_launcher("kubectl", fail="*"), "kubectl: cannot connect"),
         ("container", lambda s: None, "(strategy container): no container runtime found"),
-        ("container", lambda s: s.add_launcher("docker", fail=True), "docker: cannot connect"),
+        ("container", lambda s: s.add_launcher("docker", fail="*"), "docker: cannot connect"),
     ],
 )
 def test_a_failing_keygen_exits_non_zero_naming_the_strategy(

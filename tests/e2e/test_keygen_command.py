@@ -8,7 +8,8 @@ by the real ``pulumi-language-python``, the ``<name>-curve-keygen`` Command by t
 - ``builtin``: the package's pyzmq generator (``python -m flux_minicluster.core.keygen``).
 
 ``kubectl`` and ``container`` cannot run here (tests/e2e/README.md says why): kwok runs no
-containers, so the one-off keygen pod never prints anything, and there is no container daemon.
+containers, so ``kubectl exec`` has nothing to run ``flux keygen`` in, and there is no container
+daemon.
 
 For each: the certificate the Command printed (its ``stdout`` in the state) is the one in the
 Secret, a real CURVE handshake with it succeeds, the stack's ``curvePublicKey`` is its public key;

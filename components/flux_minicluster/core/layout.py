@@ -60,6 +60,9 @@ HOME_VOLUME: Final = "flux-operator-home"
 CURVE_VOLUME: Final = "curve-cert"
 CREDENTIALS_VOLUME: Final = "flux-credentials"
 MUNGE_VOLUME: Final = "munge-key"
+# An emptyDir at the Flux container's default output directory (spec.DEFAULT_LOGS_DIR), so that
+# the entrypoint writes nothing on the root filesystem by default.
+OUTPUT_VOLUME: Final = "flux-output"
 # The entrypoint ConfigMap volume is named after the ConfigMap (<name>-entrypoint); the flux view
 # emptyDir after flux.container.name (flux-view), as the operator names them.
 

@@ -657,6 +657,7 @@ def _check_volumes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         layout.CURVE_VOLUME,
         layout.CREDENTIALS_VOLUME,
         layout.MUNGE_VOLUME,
+        layout.OUTPUT_VOLUME,
         mc.names.entrypoint,
         mc.names.curve_secret,
     }

@@ -11,12 +11,15 @@ reports it as before). Each exception is written next to the baseline it weakens
   into the view emptyDir, which the kubelet makes writable by all; what it copies keeps modes
   readable by all, so an application container of any user (root or not) reads it. A pod-level
   ``runAsUser`` in the spec, or the view's own securityContext, wins;
-* the Flux container drops ``NET_RAW`` (raw sockets: packet crafting, ARP spoofing; Flux and
-  MPI's TCP, shared-memory and verbs transports never use them) and cannot gain privileges
-  through setuid binaries. Everything else is the image's: brokers run as the image's user, and
-  MPI's shared-memory transports need no capability. Privilege escalation stays allowed when the
-  spec makes the container privileged or adds ``SYS_ADMIN`` (the API server refuses the two
-  together);
+* every container of the user's image, the Flux container, a sidecar and a services container
+  alike, drops ``NET_RAW`` (raw sockets: packet crafting, ARP spoofing; Flux and MPI's TCP,
+  shared-memory and verbs transports never use them, nor does a database or an exporter) and
+  cannot gain privileges through setuid binaries. Everything else is the image's: brokers run as
+  the image's user, MPI's shared-memory transports need no capability, and a services image
+  that starts as root and steps down to its own user (redis, postgres: ``gosu``) keeps the
+  capabilities it does that with (``no_new_privs`` stops only a gain through ``execve``).
+  Privilege escalation stays allowed when the spec makes the container privileged or adds
+  ``SYS_ADMIN`` (the API server refuses the two together);
 * every pod gets the container runtime's default seccomp profile unless the spec sets one.
 """
 
@@ -31,6 +34,7 @@ __all__ = [
     "FLUX_DROPPED",
     "INIT_RESOURCES",
     "VIEW_USER",
+    "application_context",
     "container_context",
     "flux_context",
     "init_context",
@@ -110,14 +114,20 @@ def init_context(user: SecurityContext | None, pod_user: int | None = None) -> d
     return context
 
 
+def application_context(user: SecurityContext | None) -> dict[str, Any]:
+    """A container of the user's image (a sidecar, a services container): NET_RAW dropped and
+    no escalation; the rest is the image's."""
+    return container_context(user, FLUX_DROPPED, read_only_root=False)
+
+
 def flux_context(user: SecurityContext | None, *, setuid: bool = False) -> dict[str, Any]:
-    """The Flux container: NET_RAW dropped and no escalation; the rest is the image's.
+    """The Flux container: an application container's baseline.
 
     ``setuid``: v1alpha1's multi-user mode runs each user's job through flux-imp, a setuid
     helper, which no-new-privileges would defeat; escalation is left to the image there
     (unless the spec itself forbids it).
     """
-    context = container_context(user, FLUX_DROPPED, read_only_root=False)
+    context = application_context(user)
     if setuid and (user is None or user.allow_privilege_escalation is None):
         context.pop("allowPrivilegeEscalation", None)
     return context

@@ -158,7 +158,7 @@ def job_container(plan: MiniClusterPlan, index: int, container: Container) -> di
     security = (
         hardening.flux_context(container.security_context, setuid=plan.multi_user is not None)
         if container.run_flux
-        else None
+        else hardening.application_context(container.security_context)
     )
     probe = readiness.broker_probe(plan) if container.run_flux else None
     return _container(
@@ -168,7 +168,10 @@ def job_container(plan: MiniClusterPlan, index: int, container: Container) -> di
 
 def service_container(container: Container) -> dict[str, Any]:
     """A ``services[]`` container: its image's own entrypoint, no Flux mounts, its own volumes."""
-    return _container(container.name or "", container, None, volumes.user_mounts(container))
+    security = hardening.application_context(container.security_context)
+    return _container(
+        container.name or "", container, None, volumes.user_mounts(container), security
+    )
 
 
 def pod_labels(plan: MiniClusterPlan) -> dict[str, str]:

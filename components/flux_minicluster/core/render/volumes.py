@@ -23,7 +23,7 @@ from typing import Any, Final
 from flux_minicluster.core import layout
 from flux_minicluster.core.plan import MiniClusterPlan
 from flux_minicluster.core.render import kube
-from flux_minicluster.core.spec import Container, ContainerVolume, QuantityValue
+from flux_minicluster.core.spec import DEFAULT_LOGS_DIR, Container, ContainerVolume, QuantityValue
 
 __all__ = [
     "SHM_PATH",
@@ -31,6 +31,7 @@ __all__ = [
     "entrypoint_volume",
     "flux_mounts",
     "init_mounts",
+    "output_mount_path",
     "system_volumes",
     "user_mounts",
     "user_volumes",
@@ -124,6 +125,26 @@ def user_volumes(containers: Iterable[Container]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def output_mount_path(plan: MiniClusterPlan) -> str | None:
+    """Where the Flux container's output emptyDir is mounted, if anywhere.
+
+    The entrypoint makes ``FLUX_OUTPUT_DIR`` (``logs``, by default ``/tmp/fluxout``, the
+    operator's path) and batch jobs write there. On the image's root filesystem that would keep
+    a spec from making it read-only (``securityContext.readOnlyRootFilesystem``), so the default
+    directory is an emptyDir of its own (it also survives a container restart). Not when the
+    spec names its own ``logs`` or mounts a volume of its own at or above the default: the
+    output then goes where the spec put it, as before.
+    """
+    flux = plan.spec.containers[plan.flux_index]
+    if flux.logs is not None:
+        return None
+    for mount in user_mounts(flux):
+        above = mount["mountPath"].rstrip("/")
+        if above == DEFAULT_LOGS_DIR or DEFAULT_LOGS_DIR.startswith(f"{above}/"):
+            return None
+    return DEFAULT_LOGS_DIR
+
+
 def entrypoint_volume(plan: MiniClusterPlan, keys: Iterable[str]) -> dict[str, Any]:
     """The entrypoint ConfigMap as a volume, one item per data key; scripts are executable.
 
@@ -165,6 +186,8 @@ def system_volumes(plan: MiniClusterPlan, entrypoint_keys: Iterable[str]) -> lis
             },
         },
     ]
+    if output_mount_path(plan) is not None:
+        out.append({"name": layout.OUTPUT_VOLUME, "emptyDir": {}})
     if sources := _credential_sources(plan):
         out.append(
             {
@@ -230,4 +253,7 @@ def container_mounts(plan: MiniClusterPlan, container: Container) -> list[dict[s
     the Flux container, which starts the broker, mounts the credentials and the munge key.
     """
     curve = container.run_flux or container.wrapped
-    return flux_mounts(plan, curve=curve, credentials=container.run_flux) + user_mounts(container)
+    mounts = flux_mounts(plan, curve=curve, credentials=container.run_flux)
+    if container.run_flux and (output := output_mount_path(plan)) is not None:
+        mounts.append(_mount(layout.OUTPUT_VOLUME, output))
+    return mounts + user_mounts(container)

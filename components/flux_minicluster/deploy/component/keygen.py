@@ -12,6 +12,13 @@ The design note generated the certificate with ``flux keygen`` in a one-off pod 
 image; that is the ``kubectl`` strategy. ``flux`` uses a local Flux, ``container`` docker or
 podman, ``builtin`` this package's pyzmq generator (identical format), and ``auto`` takes the first
 of those that is available and works, deciding when the script runs, not when the program runs.
+
+The certificate holds the secret key every broker trusts, so it never passes through a log: the
+one-off pod or container only sleeps and ``flux keygen`` runs in an exec session (a main
+process's output is the container log the kubelet or runtime keeps, readable by ``kubectl logs``
+and any log shipper; an exec session's output only streams back). ``auto`` tries what runs on this
+machine first (flux, builtin), so by default the key never leaves it; a container or a pod comes
+only when neither works.
 """
 
 from __future__ import annotations
@@ -62,11 +69,12 @@ class KeygenArgs(TypedDict, total=False):
     """How the curve certificate is generated when none is supplied."""
 
     strategy: Strategy
-    """auto (default): the first of flux, kubectl, container, builtin that is available and works
-    when the Command runs; flux: a local ``flux keygen``; kubectl: ``flux keygen`` in a one-off pod
-    of the flux view image; container: the same in docker or podman; builtin: this package's
-    pyzmq generator (``python -m flux_minicluster.core.keygen``), which writes the identical
-    format."""
+    """auto (default): the first of flux, builtin, container, kubectl that is available and works
+    when the Command runs; flux: a local ``flux keygen``; builtin: this package's pyzmq generator
+    (``python -m flux_minicluster.core.keygen``), which writes the identical format; container:
+    ``flux keygen`` in an exec session of a one-off docker or podman container of the flux view
+    image; kubectl: the same in a one-off pod. The certificate never passes through a container
+    log."""
 
     rotation: str
     """Any string; changing it generates a new certificate (it is the Command's trigger). Every
