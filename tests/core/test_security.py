@@ -263,22 +263,44 @@ def test_the_init_containers_own_settings_win(build: Build) -> None:
 
 
 @pytest.mark.parametrize(
-    ("flux", "output"),
+    ("flux", "view", "output"),
     [
-        ({}, "/tmp/fluxout"),
+        ({}, None, "/tmp/fluxout"),
         # The spec's own output directory, or its own volume over the default, is left as it is.
-        ({"logs": "/data/out"}, None),
-        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp"}}}, None),
-        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp/fluxout-x"}}}, "/tmp/fluxout"),
+        ({"logs": "/data/out"}, None, None),
+        ({"volumes": {"scratch": {"emptyDir": True, "path": "/tmp"}}}, None, None),
+        ({"volumes": {"scratch": {"emptyDir": True, "path": "//tmp"}}}, None, None),
+        (
+            {"volumes": {"scratch": {"emptyDir": True, "path": "/tmp/fluxout-x"}}},
+            None,
+            "/tmp/fluxout",
+        ),
+        # The flux view on, above or inside the default: the view wins, never hidden.
+        ({}, "/tmp/fluxout", None),
+        ({}, "//tmp/fluxout/", None),
+        ({}, "/tmp", None),
+        ({}, "/tmp/fluxout/view", None),
     ],
-    ids=["default", "own-logs", "own-volume-above", "own-volume-beside"],
+    ids=[
+        "default",
+        "own-logs",
+        "own-volume-above",
+        "own-volume-above-unnormalised",
+        "own-volume-beside",
+        "view-on",
+        "view-on-unnormalised",
+        "view-above",
+        "view-inside",
+    ],
 )
 def test_the_entrypoints_output_is_not_on_the_root_filesystem(
-    build: Build, flux: dict[str, Any], output: str | None
+    build: Build, flux: dict[str, Any], view: str | None, output: str | None
 ) -> None:
     """So a spec can make the Flux container's root read-only: the entrypoint makes
     FLUX_OUTPUT_DIR (the operator's /tmp/fluxout by default), and batch jobs write there."""
-    spec = {"containers": [{"image": "u:1", "command": "hostname", **flux}]}
+    spec: dict[str, Any] = {"containers": [{"image": "u:1", "command": "hostname", **flux}]}
+    if view is not None:
+        spec["flux"] = {"container": {"mountPath": view}}
     spec["containers"][0]["securityContext"] = {"readOnlyRootFilesystem": True}
     objects = render(build(spec), None).objects()
     pod = job_pod(objects)

@@ -13,8 +13,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -87,13 +89,15 @@ sys.exit(subprocess.call([sys.executable, "-m", "flux_minicluster.core.keygen",
 # follows "bash -c" (the in-image command) runs with bash; when it is the main process (`run`) its
 # stdout is also appended to the container log, as the kubelet or the runtime keeps it; an exec
 # session's output only streams back. `run --detach` prints a container id; other calls succeed.
-# `fail` names the subcommand that fails ("*": every one).
+# `fail` names the subcommand that fails ("*": every one); `hang` the one that never returns.
 FAKE_LAUNCHER = """#!{python}
-import json, subprocess, sys
+import json, subprocess, sys, time
 args = sys.argv[1:]
 with open({log!r}, "a") as log:
     log.write(json.dumps({{"tool": {tool!r}, "argv": args}}) + "\\n")
 subcommand = next((a for a in args if not a.startswith("-")), "")
+if subcommand == {hang!r}:
+    time.sleep(60)
 if {fail!r} in ("*", subcommand):
     print("{tool}: cannot connect", file=sys.stderr)
     sys.exit(1)
@@ -126,13 +130,14 @@ class Sandbox:
     def add_flux(self, mode: str = "ok") -> None:
         self._write("flux", FAKE_FLUX.format(python=sys.executable, log=str(self.log), mode=mode))
 
-    def add_launcher(self, tool: str, *, fail: str = "") -> None:
+    def add_launcher(self, tool: str, *, fail: str = "", hang: str = "") -> None:
         text = FAKE_LAUNCHER.format(
             python=sys.executable,
             log=str(self.log),
             container_log=str(self.container_log),
             tool=tool,
             fail=fail,
+            hang=hang,
             bash=BASH,
         )
         self._write(tool, text)
@@ -147,18 +152,20 @@ class Sandbox:
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
-    def run(
-        self, settings: KeygenSettings, *, python: str = sys.executable
-    ) -> subprocess.CompletedProcess[str]:
-        env = {
+    def env(self, python: str = sys.executable) -> dict[str, str]:
+        return {
             "PATH": str(self.bin),
             "PYTHON": python,
             "PYTHONPATH": str(ROOT),
             "HOME": str(self.bin.parent),
         }
+
+    def run(
+        self, settings: KeygenSettings, *, python: str = sys.executable
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [BASH, "-c", render_script(settings)],
-            env=env,
+            env=self.env(python),
             cwd=self.bin.parent,
             capture_output=True,
             text=True,
@@ -250,6 +257,7 @@ def test_kubectl_runs_flux_keygen_in_an_exec_session_of_a_one_off_pod(
         pod,
         "--wait=false",
         "--ignore-not-found",
+        "--grace-period=1",
     ]
     assert flux["argv"][:3] == [
         "keygen",
@@ -319,6 +327,46 @@ def test_the_secret_key_never_passes_through_a_container_log(
     assert "public-key" not in log
     removed = [c["argv"] for c in sandbox.calls() if {"delete", "rm"} & set(c.get("argv", []))]
     assert len(removed) == 1
+
+
+@pytest.mark.parametrize(
+    ("strategy", "launcher", "hang", "signal_"),
+    [
+        ("kubectl", "kubectl", "wait", signal.SIGINT),
+        ("kubectl", "kubectl", "wait", signal.SIGTERM),
+        ("container", "docker", "exec", signal.SIGTERM),
+    ],
+)
+def test_an_interrupted_keygen_removes_its_one_off_pod_or_container(
+    sandbox: Sandbox, strategy: Any, launcher: str, hang: str, signal_: signal.Signals
+) -> None:
+    """Ctrl-C on `pulumi up`, or a cancelled update, signals the script's process group while
+    the pod is still starting: nothing it made may be left idling in the user's namespace."""
+    sandbox.add_launcher(launcher, hang=hang)
+    sandbox.add_flux()
+    script = subprocess.Popen(
+        [BASH, "-c", render_script(replace(SETTINGS, strategy=strategy))],
+        env=sandbox.env(),
+        cwd=sandbox.bin.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not any(hang in c["argv"] for c in sandbox.calls()):
+            assert time.monotonic() < deadline, sandbox.calls()
+            time.sleep(0.05)
+        os.killpg(script.pid, signal_)
+        script.wait(timeout=30)
+        while not any({"delete", "rm"} & set(c["argv"]) for c in sandbox.calls()):
+            assert time.monotonic() < deadline, sandbox.calls()
+            time.sleep(0.05)
+    finally:
+        if script.poll() is None:
+            os.killpg(script.pid, signal.SIGKILL)
+    assert script.stdout is not None
+    assert script.stdout.read() == b""
 
 
 def test_auto_takes_flux_first(sandbox: Sandbox) -> None:

@@ -133,15 +133,19 @@ def output_mount_path(plan: MiniClusterPlan) -> str | None:
     a spec from making it read-only (``securityContext.readOnlyRootFilesystem``), so the default
     directory is an emptyDir of its own (it also survives a container restart). Not when the
     spec names its own ``logs`` or mounts a volume of its own at or above the default: the
-    output then goes where the spec put it, as before.
+    output then goes where the spec put it, as before. Nor when the flux view is mounted on,
+    above or inside it: two mounts at one path are refused by the API server, and one over the
+    other would hide the view's ``flux`` from the broker (paths compared as the runtime sees
+    them, ``//tmp`` being ``/tmp``).
     """
     flux = plan.spec.containers[plan.flux_index]
     if flux.logs is not None:
         return None
-    for mount in user_mounts(flux):
-        above = mount["mountPath"].rstrip("/")
-        if above == DEFAULT_LOGS_DIR or DEFAULT_LOGS_DIR.startswith(f"{above}/"):
-            return None
+    view = plan.spec.flux.container.mount_path
+    if layout.mounted_under(view, DEFAULT_LOGS_DIR) or layout.mounted_under(DEFAULT_LOGS_DIR, view):
+        return None
+    if any(layout.mounted_under(DEFAULT_LOGS_DIR, m["mountPath"]) for m in user_mounts(flux)):
+        return None
     return DEFAULT_LOGS_DIR
 
 
