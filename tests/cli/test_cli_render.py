@@ -12,6 +12,7 @@ import pytest
 import yaml
 from cli import minicluster
 
+from flux_minicluster.cli.curvecerts import STATE_ENV
 from flux_minicluster.core import certificate, layout
 from flux_minicluster.core import labels as lbl
 
@@ -24,7 +25,10 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return minicluster("render", *args, cwd=cwd, timeout=120)
 
 
-def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:
+def test_stdout_is_a_multi_document_stream_with_a_kept_certificate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(STATE_ENV, str(tmp_path))
     result = run(str(SIDECARS))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("---\n")
@@ -37,8 +41,60 @@ def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:
     cert = certificate.parse(secret["stringData"][layout.CURVE_FILE])
     assert secret["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION] == cert.public_key
     assert cert.hostname == "flux-app-0"
-    assert "generated a new CURVE certificate locally" in result.stderr
+    assert "made a new CURVE certificate" in result.stderr
     assert "secret-key" not in result.stderr
+
+
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param(["lammps.yaml"], id="the-readme-pipe"),
+        pytest.param(["v1alpha1-restful.yaml"], id="v1alpha1-credentials-derived"),
+        # a root and its burst rendered apart share the group's kept certificate
+        pytest.param(["bursting-root.yaml", "bursting-child.yaml"], id="burst-group"),
+    ],
+)
+def test_rendering_again_gives_the_same_bytes_with_a_certificate_kept_per_user(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, files: list[str]
+) -> None:
+    """`render FILE | kubectl apply -f -` run twice: the second apply must change nothing, so
+    the Secret and the Job (whose pod template holds the public key) are the same bytes. The
+    certificate lives in the user's state folder, private, out of the spec's folder."""
+    state = tmp_path / "state"
+    monkeypatch.setenv(STATE_ENV, str(state))
+    first = [run(str(EXAMPLES / f)) for f in files]
+    for result in first:
+        assert result.returncode == 0, result.stderr
+    kept = state / "curve" / "minicluster-examples"
+    [path] = kept.iterdir()  # one certificate, whatever the number of files
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o700
+    assert f"kept it in {path}" in first[0].stderr
+    again = [run(str(EXAMPLES / f)) for f in files]
+    assert [r.stdout for r in again] == [r.stdout for r in first]
+    assert all(f"kept in {path} is used" in r.stderr for r in again)
+    keys = {
+        d["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION]
+        for r in first
+        for d in yaml.safe_load_all(r.stdout)
+        if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-curve")
+    }
+    assert keys == {certificate.parse(path.read_text()).public_key}
+
+
+def test_a_state_folder_that_cannot_be_written_is_a_user_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "state").write_text("not a folder")
+    monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
+    result = run(str(HELLO))
+    assert result.returncode == 2, result.stderr
+    assert "cannot keep the MiniCluster's certificate" in result.stderr
+    assert f"--curve-cert FILE, or point {STATE_ENV} at a folder" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_namespace_option_and_a_spec_certificate(tmp_path: Path) -> None:

@@ -2,11 +2,12 @@
 
 A file's MiniClusters render to exactly what the Pulumi component registers (the same renderer),
 with a real certificate in each curve Secret so that ``kubectl apply -f -`` gives a working
-cluster. Which certificate, in the order every surface follows (``core.certificate.choose``):
-``--curve-cert FILE`` (read, or created 0600 when missing, so that the next render is byte for
-byte the same and a second ``kubectl apply`` changes nothing); the spec's ``flux.curveCert``;
-else a new one made here, which stderr announces, because
-the output then holds a secret key. ``--no-secret`` leaves every Secret out for GitOps repositories
+cluster. Which certificate (``cli.curvecerts``, in the order every surface follows):
+``--curve-cert FILE`` (read, or created 0600 when missing); the spec's ``flux.curveCert``; else
+the one kept for the MiniCluster in the user's state folder, made by its first render, which
+stderr announces because the output then holds a secret key. Each way the same spec renders the
+same bytes every time, so a second ``kubectl apply`` of a render changes nothing.
+``--no-secret`` leaves every Secret out for GitOps repositories
 that must not hold one (the curve Secret, and v1alpha1's credentials derived from the certificate):
 create them apart (stderr says how). It needs a certificate file, for the Secrets to match.
 
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.cli import folders
+from flux_minicluster.cli import curvecerts, folders
 from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, kubeversion, plan
 from flux_minicluster.core.errors import SpecError
@@ -63,6 +64,7 @@ def render_file(
     """Every object of every MiniCluster in ``path``, with its certificate (see the module),
     for Kubernetes ``kube_version``."""
     objects: list[dict[str, Any]] = []
+    certificates = curvecerts.Certificates(curve_cert, keep=True)
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition, kube_version)
         warn(path, definition)
@@ -78,8 +80,10 @@ def render_file(
             render(mc, None, network_policy=network_policy)
         except SpecError as err:
             raise err.with_source(path) from None
-        text = _certificate(mc, curve_cert, path, announce=with_secret)
-        rendering = render(mc, text, network_policy=network_policy)
+        chosen = certificates.choose(mc, path)
+        if chosen.made_here:
+            print(f"{path}: {chosen.origin}", file=sys.stderr)
+        rendering = render(mc, chosen.text, network_policy=network_policy)
         if with_secret:
             objects += rendering.objects()
             continue
@@ -106,31 +110,6 @@ def _left_out(path: str, secret: dict[str, Any], *, curve: bool) -> str:
         f"{path}: the Secret {where} (keys {keys}) is left out too: its values derive from the "
         "certificate; render it without --no-secret into your secret store"
     )
-
-
-def _certificate(
-    mc: plan.MiniClusterPlan, curve_cert: Path | None, source: str, *, announce: bool
-) -> str:
-    chosen, _ = certificate.choose(curve_cert, mc.spec.flux.curve_cert)
-    if isinstance(chosen, Path):
-        text, created = folders.load_or_create_certificate(chosen, mc.name, mc.names.lead_host)
-        if created:
-            print(folders.created_certificate_warning(chosen), file=sys.stderr)
-        return text
-    if chosen is not None:
-        return chosen
-    if message := mc.mounted_certificate_problem("--curve-cert FILE"):
-        raise SpecError(f"{source}: {message}")
-    cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
-    if announce:
-        print(
-            f"{source}: generated a new CURVE certificate locally (public key "
-            f"{cert.public_key}); Secret {mc.namespace}/{mc.names.curve_secret} in the output "
-            "holds its secret key, so keep the output private (or pass --curve-cert FILE to "
-            "render the same certificate every time)",
-            file=sys.stderr,
-        )
-    return certificate.render(cert)
 
 
 def emit(objects: list[dict[str, Any]], args: argparse.Namespace) -> int:
