@@ -92,7 +92,7 @@ def test_a_state_folder_that_cannot_be_written_is_a_user_error(
     monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
     result = run(str(HELLO))
     assert result.returncode == 2, result.stderr
-    assert "cannot keep the MiniCluster's certificate" in result.stderr
+    assert "cannot keep the certificate" in result.stderr
     assert f"--curve-cert FILE, or point {STATE_ENV} at a folder" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -356,21 +356,28 @@ def _curve_keys(folder: Path) -> set[str]:
     return {certificate.parse(secret["stringData"]["curve.cert"]).public_key}
 
 
-def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(tmp_path: Path) -> None:
-    """The GitOps way, a folder per cluster: a burst rendered apart from its root without the
-    root's certificate is refused with the command that fixes it; with it, the keys agree."""
-    alone = run("--stack", "eks-burst", "-d", str(tmp_path / "eks"))
-    assert alone.returncode == 2, alone.stderr
-    assert "--curve-cert FILE" in alone.stderr
-    assert "minicluster render --stack gke-root --stack eks-burst" in alone.stderr
-    assert not (tmp_path / "eks").exists()
-    root = run("--stack", "gke-root", "-d", str(tmp_path / "gke"))
-    assert root.returncode == 0, root.stderr
-    assert "its bursts (eks-burst, aks-burst) rendered in another command" in root.stderr
-    cert = tmp_path / "group.cert"
-    for stack in ("gke-root", "eks-burst", "aks-burst"):
-        result = run("--stack", stack, "--curve-cert", str(cert), "-d", str(tmp_path / stack))
-        assert result.returncode == 0, result.stderr
-        assert "rendered in another command" not in result.stderr
-    keys = [_curve_keys(tmp_path / s / s) for s in ("gke-root", "eks-burst", "aks-burst")]
+TRIO = ("gke-root", "eks-burst", "aks-burst")
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["kept", "curve-cert"])
+def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, given: bool
+) -> None:
+    """The GitOps way, a folder per cluster, each stack in a command of its own: the keygen
+    Command of the root prints the certificate kept for it (or the one given), and each burst
+    reads its root's, so the keys agree; rendering again writes the same bytes."""
+    monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
+    extra = ["--curve-cert", str(tmp_path / "group.cert")] if given else []
+
+    def render_all() -> list[bytes]:
+        for stack in TRIO:
+            result = run("--stack", stack, *extra, "-d", str(tmp_path / stack))
+            assert result.returncode == 0, result.stderr
+        return [p.read_bytes() for s in TRIO for p in sorted((tmp_path / s / s).glob("*.yaml"))]
+
+    first = render_all()
+    keys = [_curve_keys(tmp_path / s / s) for s in TRIO]
     assert keys[0] == keys[1] == keys[2]
+    kept = list((tmp_path / "state").rglob("*.cert"))
+    assert [p.name for p in kept] == ([] if given else ["gke-root.cert"])
+    assert render_all() == first

@@ -13,6 +13,11 @@ reads it, so it prints the same bytes and a second apply changes nothing; deleti
 how to rotate it. It stays out of the repository on purpose (a secret key beside the spec would
 be committed with it).
 
+A stack rendered offline (``render --stack``, ``demo``) is the same: its keygen Command, which
+under ``pulumi up`` runs once and is kept in Pulumi's state, prints the certificate kept for the
+stack (``curve/stacks/<project>/<stack>.cert``); a burst runs no Command and reads its root's, so
+a group rendered together or one stack at a time holds one certificate.
+
 The precedence is the one every surface follows (``core.certificate.choose``): the deployer's
 ``--curve-cert FILE``, then the spec's ``flux.curveCert``, then the kept certificate. ``check``
 judges what ``render`` would give but never writes: it reads a kept certificate when there is
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -33,7 +39,7 @@ from flux_minicluster.core import certificate
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.plan import MiniClusterPlan
 
-__all__ = ["STATE_ENV", "Certificates", "Chosen", "kept_path", "state_dir"]
+__all__ = ["STATE_ENV", "Certificates", "Chosen", "kept_path", "stack_keeper", "state_dir"]
 
 STATE_ENV: Final = "FLUX_MINICLUSTER_STATE"
 
@@ -55,6 +61,42 @@ def _group(mc: MiniClusterPlan) -> str:
 def kept_path(mc: MiniClusterPlan) -> Path:
     """Where the certificate of ``mc`` (and of its bursting group) is kept."""
     return state_dir() / "curve" / mc.namespace / f"{_group(mc)}.cert"
+
+
+def stack_keeper(project: str) -> Callable[[str], str]:
+    """What a stack's keygen Command prints offline: the certificate kept for that stack of
+    ``project``, made (and said on stderr) the first time."""
+
+    def kept(stack: str) -> str:
+        path = state_dir() / "curve" / "stacks" / project / f"{stack}.cert"
+        made = not path.exists()
+        text = _load_or_keep(path, project, f"{project}-0")
+        if made:
+            print(
+                f"stack {stack}: made a new CURVE certificate for its keygen Command and kept it "
+                f"in {path} (mode 0600): every offline render of the stack uses it, as Pulumi's "
+                "state keeps the Command's; delete the file for a new one",
+                file=sys.stderr,
+            )
+        return text
+
+    return kept
+
+
+def _load_or_keep(path: Path, name: str, hostname: str) -> str:
+    """The certificate kept in ``path``, made there first when there is none."""
+    try:
+        _private_folder(path.parent)
+    except OSError as err:
+        raise SpecError(
+            Problem(
+                "",
+                f"cannot keep the certificate: {err.strerror}; give one with --curve-cert FILE, "
+                f"or point {STATE_ENV} at a folder of yours",
+            ),
+            source=str(err.filename or path.parent),
+        ) from None
+    return folders.load_or_create_certificate(path, name, hostname)[0]
 
 
 def _private_folder(path: Path) -> None:
@@ -110,18 +152,7 @@ class Certificates:
                 self._run[key] = certificate.render(made)
             origin = f"a CURVE certificate made for this check is used ({path} holds none)"
             return Chosen(self._run[key], origin, True)
-        try:
-            _private_folder(path.parent)
-        except OSError as err:
-            raise SpecError(
-                Problem(
-                    "",
-                    f"cannot keep the MiniCluster's certificate: {err.strerror}; give one with "
-                    f"--curve-cert FILE, or point {STATE_ENV} at a folder of yours",
-                ),
-                source=str(err.filename or path.parent),
-            ) from None
-        text, _ = folders.load_or_create_certificate(path, _group(mc), mc.names.lead_host)
+        text = _load_or_keep(path, _group(mc), mc.names.lead_host)
         public = certificate.public_key_in(text)
         origin = (
             f"made a new CURVE certificate (public key {public}) and kept it in {path} (mode "

@@ -12,7 +12,8 @@ that must not hold one (the curve Secret, and v1alpha1's credentials derived fro
 create them apart (stderr says how). It needs a certificate file, for the Secrets to match.
 
 ``--stack`` renders Pulumi stacks offline instead (the deploy layer's stack renderer): each into
-``DIR/<stack>/`` with its outputs in ``DIR/<stack>.outputs.json``.
+``DIR/<stack>/`` with its outputs in ``DIR/<stack>.outputs.json``, the keygen Command printing
+the certificate kept for the stack (``cli.curvecerts``) unless ``--curve-cert`` gives one.
 """
 
 from __future__ import annotations
@@ -147,9 +148,10 @@ def _stacks(args: argparse.Namespace) -> int:
         curve = text
         if created:
             print(folders.created_certificate_warning(Path(args.curve_cert)), file=sys.stderr)
-    renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve)
-    if not args.curve_cert:  # after the config's own problems, before anything is written
-        _one_certificate_per_group(where, args.stack)
+    # Without --curve-cert each keygen Command prints the certificate kept for its stack, and a
+    # burst reads its root's: a group rendered one stack at a time still holds one certificate.
+    kept = None if curve is not None else curvecerts.stack_keeper(where.name)
+    renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve, kept=kept)
     for rendering in renderings:
         _report(rendering)
         objects = rendering.objects
@@ -171,44 +173,6 @@ def _stacks(args: argparse.Namespace) -> int:
             out / rendering.stack, objects, rendering.patches, beside, named_by_render=True
         )
     return EXIT_OK
-
-
-def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
-    """A bursting group rendered one stack at a time (a folder per cluster) must share one
-    certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
-    apart from its root, and warn when a root is rendered apart from its bursts."""
-    from flux_minicluster.deploy.stack import stackrender
-    from flux_minicluster.deploy.stack.stackconfig import PROJECT, ROLE_ROOT
-
-    wanted = set(stacks)
-    for stack in stacks:
-        config = stackrender.read_stack_config(where, stack)[0]
-        root = stackrender.root_of(config)
-        if root is not None and root.rsplit("/", 1)[-1] not in wanted:
-            name = root.rsplit("/", 1)[-1]
-            raise SpecError(
-                f"{PROJECT}:bursting.rootStack: the burst {stack!r} rendered apart from its root "
-                f"{name!r} would get a new certificate, and the brokers of the two renders could "
-                f"not join. Render them together (minicluster render --stack {name} --stack "
-                f"{stack} -d DIR), or give both renders the same certificate: minicluster render "
-                f"--stack {name} --curve-cert FILE ..., then minicluster render --stack {stack} "
-                "--curve-cert FILE ...",
-                source=f"stack {stack}",
-            )
-        bursting = config.get(f"{PROJECT}:bursting")
-        if isinstance(bursting, dict) and bursting.get("role") == ROLE_ROOT:
-            apart = [
-                str(c.get("name"))
-                for c in bursting.get("clusters") or []
-                if isinstance(c, dict) and c.get("name") not in wanted
-            ]
-            if apart:
-                print(
-                    f"stack {stack}: warning: rendered with a new certificate; its bursts "
-                    f"({', '.join(apart)}) rendered in another command will hold another one and "
-                    "cannot join. Pass the same --curve-cert FILE to every render of the group",
-                    file=sys.stderr,
-                )
 
 
 def _report(rendering: Any) -> None:
