@@ -270,3 +270,14 @@ def test_every_readme_command_is_run_checked_or_classified(reader: Context) -> N
     assert len(done["run"]) >= 12, done["run"]
     assert any("create secret generic" in c for c in done["checked"]), done["checked"]
     assert any(c.startswith("kubectl logs") for c in done["checked"]), done["checked"]
+
+
+def test_the_kubectl_section_names_the_namespace_of_every_example() -> None:
+    """A reader creates the namespaces the section names before applying an example: each
+    example's `metadata.namespace` must be one of them."""
+    text = README.read_text()
+    section = text.split("\n## Without Pulumi", 1)[1].split("\n## ", 1)[0]
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            namespace = (doc.get("metadata") or {}).get("namespace")
+            assert namespace is None or f"`{namespace}`" in section, f"{path.name}: {namespace}"
