@@ -381,3 +381,25 @@ def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(
     kept = list((tmp_path / "state").rglob("*.cert"))
     assert [p.name for p in kept] == ([] if given else ["gke-root.cert"])
     assert render_all() == first
+
+
+def test_two_renders_making_a_certificate_at_once_use_the_same_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The render that comes second to a missing certificate file uses the first one's, never
+    replacing the certificate the other has already printed into its Secret."""
+    from flux_minicluster.cli import folders
+
+    path = tmp_path / "mc.cert"
+    first = certificate.generate("mc", "mc-0")
+    write = certificate.write
+
+    def meanwhile(cert: certificate.CurveCertificate, target: Path) -> None:
+        write(first, path)  # the other render gets there first
+        write(cert, target)
+
+    monkeypatch.setattr(certificate, "write", meanwhile)
+    text, created = folders.load_or_create_certificate(path, "mc", "mc-0")
+    assert (text, created) == (certificate.render(first), False)
+    assert path.read_text() == certificate.render(first)
+    assert [p.name for p in tmp_path.iterdir()] == ["mc.cert"]

@@ -405,10 +405,19 @@ def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[st
             source=str(path),
         )
     cert = certificate.generate(name=name, hostname=hostname)
+    # Written beside it, then linked into place: a link never replaces a file, so two renders
+    # making the certificate at once both end up with the one that got there first, and neither
+    # prints a certificate the other then replaces.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
     try:
-        certificate.write(cert, path)
+        certificate.write(cert, temporary)
+        os.link(temporary, path)
+    except FileExistsError:
+        return read_certificate(path), False
     except OSError as err:
         raise SpecError(Problem("", f"cannot write: {err.strerror}"), source=str(path)) from None
+    finally:
+        temporary.unlink(missing_ok=True)
     return certificate.render(cert), True
 
 
