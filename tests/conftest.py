@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,22 @@ Manifest = dict[str, Any]
 DEFAULT_CONTAINERS = ({"image": "ubuntu:noble", "command": "hostname"},)
 # ``rendered(..., certificate=PLACEHOLDERS)`` leaves the certificate's placeholder tokens in.
 PLACEHOLDERS = None
+
+
+# --- the user's state folder ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where ``minicluster render`` keeps certificates during the tests (``cli.curvecerts``):
+    a folder of the session's, never the tester's own ``~/.local/state``. Set in the process
+    environment, so the commands tests run as new processes keep theirs there too."""
+    from flux_minicluster.cli.curvecerts import STATE_ENV
+
+    folder = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(STATE_ENV, str(folder))
+        yield folder
 
 
 # --- MiniClusters, plans and their objects ------------------------------------------------------

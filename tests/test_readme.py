@@ -4,7 +4,10 @@ The README and the product must not drift: a reader copies these lines. Each com
 ```sh block (continuation lines joined, comments dropped, ``a && b`` and ``a | b`` split) is:
 
 - run, when it works offline: ``minicluster ...`` (as written, in a copy of this project, with
-  ``.venv`` and ``~`` pointing where a reader's would), ``cd``, ``make demo`` (its recipe);
+  ``.venv`` and ``~`` pointing where a reader's would), ``cd``, ``mkdir``, ``make demo`` (its
+  recipe); each render (and demo) is run twice and must give the same bytes, since a reader
+  applies it again (``| kubectl apply -f -``, ``-f rendered/local``) and a second apply must
+  change nothing;
 - checked against what the commands before it rendered, when it needs a cluster but names
   objects: ``kubectl create secret|namespace``, ``kubectl logs -n -l -c``;
 - or classified, with the reason, when it needs the Pulumi CLI, a cluster, a cloud or the network
@@ -28,6 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
+from flux_minicluster.cli.curvecerts import STATE_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -43,7 +48,7 @@ ELSEWHERE: dict[tuple[str, ...], str] = {
     ("npm",): "the TypeScript program's dependencies: tests/e2e/test_multilanguage.py",
     ("pip", "install", "flux-restful-client"): "a client from PyPI, for a running cluster",
     ("flux-restful-cli",): "talks to a running RESTful server",
-    ("export",): "reads outputs of a deployed stack (pulumi stack output)",
+    ("export",): "sets the reader's shell: a passphrase, or a deployed stack's outputs",
 }
 
 
@@ -176,6 +181,23 @@ def _run(ctx: Context, command: str) -> subprocess.CompletedProcess[str]:
     return result
 
 
+def _folder_bytes(ctx: Context, words: list[str]) -> dict[str, bytes]:
+    if "-d" not in words:
+        return {}
+    folder = ctx.cwd / words[words.index("-d") + 1]
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _assert_repeatable(ctx: Context, command: str, words: list[str], stdout: str) -> None:
+    """The same render again: the same bytes on stdout (demo's table has timings) and in its
+    folder."""
+    before = _folder_bytes(ctx, words)
+    again = _run(ctx, command)
+    if "render" in words:
+        assert again.stdout == stdout, f"{command}: a second render printed other objects"
+    assert _folder_bytes(ctx, words) == before, f"{command}: a second render wrote other files"
+
+
 def run_command(ctx: Context, command: str) -> str:
     """Run, check or classify one README command; what was done with it."""
     words = shlex.split(command)
@@ -193,7 +215,12 @@ def run_command(ctx: Context, command: str) -> str:
         words = shlex.split(command)
     if words[0] in ("minicluster", ".venv/bin/minicluster"):
         result = _run(ctx, command)
+        if {"render", "demo"} & set(words):
+            _assert_repeatable(ctx, command, words, result.stdout)
         _record(ctx, words, result.stdout)
+        return "run"
+    if words[0] == "mkdir":
+        _run(ctx, command)
         return "run"
     if words[0] == "kubectl" and _reason(words) is None:
         ctx.pending.append(words)  # checked once the block has rendered what it renders
@@ -206,7 +233,8 @@ def run_command(ctx: Context, command: str) -> str:
 
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory: pytest.TempPathFactory) -> Context:
-    """A copy of the project as a reader has it, with a home whose secrets folder exists."""
+    """A copy of the project as a reader has it, with a home of its own (no folder in it: the
+    README makes what it uses) and the default state folder, in that home."""
     base = tmp_path_factory.mktemp("readme")
     project = base / "flux-minicluster"
     project.mkdir()
@@ -218,8 +246,10 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> Context:
     (project / ".venv").mkdir()
     (project / ".venv" / "bin").symlink_to(bin_dir)
     home = base / "home"
-    (home / "secrets").mkdir(parents=True)
+    home.mkdir()
     env = {**os.environ, "HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    for name in (STATE_ENV, "XDG_STATE_HOME"):
+        env.pop(name, None)
     return Context(cwd=project, env=env)
 
 
@@ -240,3 +270,14 @@ def test_every_readme_command_is_run_checked_or_classified(reader: Context) -> N
     assert len(done["run"]) >= 12, done["run"]
     assert any("create secret generic" in c for c in done["checked"]), done["checked"]
     assert any(c.startswith("kubectl logs") for c in done["checked"]), done["checked"]
+
+
+def test_the_kubectl_section_names_the_namespace_of_every_example() -> None:
+    """A reader creates the namespaces the section names before applying an example: each
+    example's `metadata.namespace` must be one of them."""
+    text = README.read_text()
+    section = text.split("\n## Without Pulumi", 1)[1].split("\n## ", 1)[0]
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            namespace = (doc.get("metadata") or {}).get("namespace")
+            assert namespace is None or f"`{namespace}`" in section, f"{path.name}: {namespace}"

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from cli import minicluster
 
+from flux_minicluster.cli.curvecerts import STATE_ENV
 from flux_minicluster.core import certificate, layout
 from flux_minicluster.core import labels as lbl
 
@@ -24,7 +25,10 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return minicluster("render", *args, cwd=cwd, timeout=120)
 
 
-def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:
+def test_stdout_is_a_multi_document_stream_with_a_kept_certificate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(STATE_ENV, str(tmp_path))
     result = run(str(SIDECARS))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("---\n")
@@ -37,8 +41,60 @@ def test_stdout_is_a_multi_document_stream_with_a_fresh_certificate() -> None:
     cert = certificate.parse(secret["stringData"][layout.CURVE_FILE])
     assert secret["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION] == cert.public_key
     assert cert.hostname == "flux-app-0"
-    assert "generated a new CURVE certificate locally" in result.stderr
+    assert "made a new CURVE certificate" in result.stderr
     assert "secret-key" not in result.stderr
+
+
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param(["lammps.yaml"], id="the-readme-pipe"),
+        pytest.param(["v1alpha1-restful.yaml"], id="v1alpha1-credentials-derived"),
+        # a root and its burst rendered apart share the group's kept certificate
+        pytest.param(["bursting-root.yaml", "bursting-child.yaml"], id="burst-group"),
+    ],
+)
+def test_rendering_again_gives_the_same_bytes_with_a_certificate_kept_per_user(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, files: list[str]
+) -> None:
+    """`render FILE | kubectl apply -f -` run twice: the second apply must change nothing, so
+    the Secret and the Job (whose pod template holds the public key) are the same bytes. The
+    certificate lives in the user's state folder, private, out of the spec's folder."""
+    state = tmp_path / "state"
+    monkeypatch.setenv(STATE_ENV, str(state))
+    first = [run(str(EXAMPLES / f)) for f in files]
+    for result in first:
+        assert result.returncode == 0, result.stderr
+    kept = state / "curve" / "minicluster-examples"
+    [path] = kept.iterdir()  # one certificate, whatever the number of files
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o700
+    assert f"kept it in {path}" in first[0].stderr
+    again = [run(str(EXAMPLES / f)) for f in files]
+    assert [r.stdout for r in again] == [r.stdout for r in first]
+    assert all(f"kept in {path} is used" in r.stderr for r in again)
+    keys = {
+        d["metadata"]["annotations"][lbl.CURVE_PUBLIC_KEY_ANNOTATION]
+        for r in first
+        for d in yaml.safe_load_all(r.stdout)
+        if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-curve")
+    }
+    assert keys == {certificate.parse(path.read_text()).public_key}
+
+
+def test_a_state_folder_that_cannot_be_written_is_a_user_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "state").write_text("not a folder")
+    monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
+    result = run(str(HELLO))
+    assert result.returncode == 2, result.stderr
+    assert "cannot keep the certificate" in result.stderr
+    assert f"--curve-cert FILE, or point {STATE_ENV} at a folder" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_namespace_option_and_a_spec_certificate(tmp_path: Path) -> None:
@@ -300,21 +356,50 @@ def _curve_keys(folder: Path) -> set[str]:
     return {certificate.parse(secret["stringData"]["curve.cert"]).public_key}
 
 
-def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(tmp_path: Path) -> None:
-    """The GitOps way, a folder per cluster: a burst rendered apart from its root without the
-    root's certificate is refused with the command that fixes it; with it, the keys agree."""
-    alone = run("--stack", "eks-burst", "-d", str(tmp_path / "eks"))
-    assert alone.returncode == 2, alone.stderr
-    assert "--curve-cert FILE" in alone.stderr
-    assert "minicluster render --stack gke-root --stack eks-burst" in alone.stderr
-    assert not (tmp_path / "eks").exists()
-    root = run("--stack", "gke-root", "-d", str(tmp_path / "gke"))
-    assert root.returncode == 0, root.stderr
-    assert "its bursts (eks-burst, aks-burst) rendered in another command" in root.stderr
-    cert = tmp_path / "group.cert"
-    for stack in ("gke-root", "eks-burst", "aks-burst"):
-        result = run("--stack", stack, "--curve-cert", str(cert), "-d", str(tmp_path / stack))
-        assert result.returncode == 0, result.stderr
-        assert "rendered in another command" not in result.stderr
-    keys = [_curve_keys(tmp_path / s / s) for s in ("gke-root", "eks-burst", "aks-burst")]
+TRIO = ("gke-root", "eks-burst", "aks-burst")
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["kept", "curve-cert"])
+def test_a_trio_rendered_one_stack_at_a_time_shares_one_certificate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, given: bool
+) -> None:
+    """The GitOps way, a folder per cluster, each stack in a command of its own: the keygen
+    Command of the root prints the certificate kept for it (or the one given), and each burst
+    reads its root's, so the keys agree; rendering again writes the same bytes."""
+    monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
+    extra = ["--curve-cert", str(tmp_path / "group.cert")] if given else []
+
+    def render_all() -> list[bytes]:
+        for stack in TRIO:
+            result = run("--stack", stack, *extra, "-d", str(tmp_path / stack))
+            assert result.returncode == 0, result.stderr
+        return [p.read_bytes() for s in TRIO for p in sorted((tmp_path / s / s).glob("*.yaml"))]
+
+    first = render_all()
+    keys = [_curve_keys(tmp_path / s / s) for s in TRIO]
     assert keys[0] == keys[1] == keys[2]
+    kept = list((tmp_path / "state").rglob("*.cert"))
+    assert [p.name for p in kept] == ([] if given else ["gke-root.cert"])
+    assert render_all() == first
+
+
+def test_two_renders_making_a_certificate_at_once_use_the_same_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The render that comes second to a missing certificate file uses the first one's, never
+    replacing the certificate the other has already printed into its Secret."""
+    from flux_minicluster.cli import folders
+
+    path = tmp_path / "mc.cert"
+    first = certificate.generate("mc", "mc-0")
+    write = certificate.write
+
+    def meanwhile(cert: certificate.CurveCertificate, target: Path) -> None:
+        write(first, path)  # the other render gets there first
+        write(cert, target)
+
+    monkeypatch.setattr(certificate, "write", meanwhile)
+    text, created = folders.load_or_create_certificate(path, "mc", "mc-0")
+    assert (text, created) == (certificate.render(first), False)
+    assert path.read_text() == certificate.render(first)
+    assert [p.name for p in tmp_path.iterdir()] == ["mc.cert"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -613,10 +614,22 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "flux overlay status",
     ),
     (
-        "v1alpha1 existingVolumes",
-        {"spec.containers.0.existingVolumes": {}},
+        "v1alpha1 existingVolumes not a mapping",
+        {"spec.containers.0.existingVolumes": "data"},
         "spec.containers[0].existingVolumes",
         "replaced by volumes",
+    ),
+    (
+        "v1alpha1 existingVolumes read as volumes, problems at the field written",
+        {"spec.containers.0.existingVolumes": {"data": {"claimName": "data"}}},
+        "spec.containers[0].existingVolumes.data.path",
+        "required",
+    ),
+    (
+        "v1alpha1 addCapabilities not a list",
+        {"spec.containers.0.securityContext": {"addCapabilities": "SYS_PTRACE"}},
+        "spec.containers[0].securityContext.addCapabilities",
+        "replaced by capabilities.add",
     ),
     (
         "v1alpha1 runFluxAsRoot",
@@ -682,6 +695,56 @@ def test_a_field_the_v1alpha2_operator_ignores_is_a_warning(field: tuple[str, ..
     _set(doc, "spec." + ".".join(field), value)
     warnings = parse(doc).warnings
     assert [w.path for w in warnings] == ["spec." + ".".join(field)]
+
+
+# The operator's own v1alpha2 examples that still carry a v1alpha1 container field, which its API
+# server prunes: (the field, its value, the warning's words, what the rendered container gets).
+CARRIED_OVER = [
+    pytest.param(
+        "existingVolumes",
+        {"data": {"path": "/data", "claimName": "data"}},
+        "read as spec.containers[0].volumes",
+        lambda pod, flux: (
+            {"mountPath": "/data", "name": "data"}.items()
+            <= next(m for m in flux["volumeMounts"] if m["name"] == "data").items()
+            and any(
+                v.get("persistentVolumeClaim", {}).get("claimName") == "data"
+                for v in pod["volumes"]
+            )
+        ),
+        id="existing-volumes",
+    ),
+    pytest.param(
+        "securityContext",
+        {"addCapabilities": ["SYS_PTRACE"]},
+        "read as spec.containers[0].securityContext.capabilities.add",
+        lambda pod, flux: "SYS_PTRACE" in flux["securityContext"]["capabilities"]["add"],
+        id="shared-process-space",
+    ),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "said", "applied"), CARRIED_OVER)
+def test_a_v1alpha1_container_field_in_a_v1alpha2_document_is_converted_and_said(
+    field: str,
+    value: Any,
+    said: str,
+    applied: Callable[[dict[str, Any], dict[str, Any]], bool],
+    rendered: Callable[..., list[dict[str, Any]]],
+    by_kind: Callable[..., dict[str, Any]],
+) -> None:
+    """Accepted unchanged, as the operator accepts it; the warning names the field written and
+    what it became, and the pods really get it (the operator would have dropped it)."""
+    doc = base()
+    doc["spec"]["containers"][0][field] = value
+    definition = parse(doc)
+    [warning] = definition.warnings
+    assert warning.path.startswith(f"spec.containers[0].{field}")
+    assert "operator's v1alpha2 controller drops" in warning.message
+    assert said in warning.message
+    pod = by_kind(rendered(definition), "Job")["spec"]["template"]["spec"]
+    flux = next(c for c in pod["containers"] if c["name"] == "flux-sample")
+    assert applied(pod, flux)
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,11 @@
 
 The commands are read from README.md's ``sh`` block under "## Deploy with Pulumi", so the README
 and this test cannot drift: ``make venv`` (a real ``python3 -m venv`` and pip install in the copy,
-from pip's cache), ``pulumi login --local``, ``pulumi stack init local``, ``pulumi preview -s
-local``, ``pulumi up -s local``, ``pulumi destroy -s local``, with the real CLI, which runs
-``__main__.py`` through the real ``pulumi-language-python`` and the keygen Command through the
-real command provider, against a throwaway control plane.
+from pip's cache), ``pulumi login --local``, the passphrase's ``export`` (each line runs in a
+shell of its own, so the environment below carries it), ``pulumi stack select --create local``,
+``pulumi preview -s local``, ``pulumi up -s local``, ``pulumi destroy -s local``, with the real
+CLI, which runs ``__main__.py`` through the real ``pulumi-language-python`` and the keygen
+Command through the real command provider, against a throwaway control plane.
 
 What differs from a user's machine is the environment only: KUBECONFIG names the control plane's
 kubeconfig (its current context is the control plane: "the current kube-context" the local
@@ -69,7 +70,8 @@ def test_the_readme_block_is_the_deploy_path() -> None:
     assert commands == [
         "make venv",
         "pulumi login --local",
-        "pulumi stack init local",
+        "export PULUMI_CONFIG_PASSPHRASE='a passphrase of yours'",
+        "pulumi stack select --create local",
         "pulumi preview -s local",
         "pulumi up -s local",
         "kubectl logs -n flux-local -l job-name=flux-hello -c flux-hello --prefix",

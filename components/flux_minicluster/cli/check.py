@@ -2,9 +2,11 @@
 
 CI machines without the Pulumi CLI still get the same verdicts as ``pulumi preview --policy-pack
 policies``, because both run the rules in ``flux_minicluster.policy`` over the same manifest dicts.
-A MiniCluster document among the inputs is rendered first (with a fresh certificate) and its
-objects checked; a burst stack's root is rendered with it, and the burst is checked against the
-root's outputs, as its StackReference would see them. Checking nothing is an error: an empty
+A MiniCluster document among the inputs is rendered first, with the certificate ``render`` would
+give it (``--curve-cert FILE``, the spec's, the one kept for it; else one made for the run and
+shared by its bursting group, ``cli.curvecerts``), and its objects checked; a burst stack's root
+is rendered with it, and the burst is checked against the root's outputs, as its StackReference
+would see them. Checking nothing is an error: an empty
 folder, an empty file or a wrong path must not pass a CI gate.
 """
 
@@ -14,10 +16,12 @@ import argparse
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from flux_minicluster.cli import curvecerts
 from flux_minicluster.cli.notices import warn
-from flux_minicluster.core import certificate, plan
+from flux_minicluster.core import plan
 from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import parse
@@ -59,10 +63,12 @@ def _report(args: argparse.Namespace) -> checker.Report:
         print(note, file=sys.stderr)
     manifests: list[Any] = []
     as_is: list[int] = []  # objects read from files, applied as they are (no Pulumi awaits)
+    given = Path(args.curve_cert) if args.curve_cert else None
+    certificates = curvecerts.Certificates(given, keep=False)
     for path, documents in found:
         for doc in documents:
             try:
-                objects, rendered = _objects(doc, str(path))
+                objects, rendered = _objects(doc, str(path), certificates)
             except SpecError as err:
                 raise err.with_source(err.source or str(path)) from None
             if not rendered:
@@ -77,7 +83,7 @@ def _report(args: argparse.Namespace) -> checker.Report:
             )
         )
     if args.stack:
-        manifests += _render_stacks(args.stack)
+        manifests += _render_stacks(args.stack, given)
     report = checker.check(manifests, config, applied_as_is=as_is)
     skipped = [r.id for r in ALL_RULES if r.engine_only and r.id in report.policies]
     if as_is and skipped:
@@ -89,7 +95,9 @@ def _report(args: argparse.Namespace) -> checker.Report:
     return report
 
 
-def _objects(document: Any, source: str) -> tuple[list[Any], bool]:
+def _objects(
+    document: Any, source: str, certificates: curvecerts.Certificates
+) -> tuple[list[Any], bool]:
     """A manifest as it is; a MiniCluster document as the objects it renders to, as the
     component registers them (the second value says which)."""
     if not isinstance(document, dict) or document.get("kind") != KIND:
@@ -97,25 +105,28 @@ def _objects(document: Any, source: str) -> tuple[list[Any], bool]:
     definition = parse(document)
     mc = plan.build(definition)
     warn(source, definition)
-    text, _ = certificate.choose(None, mc.spec.flux.curve_cert)
-    if text is None:
-        text = certificate.render(certificate.generate(mc.name, mc.names.lead_host))
-    print(f"rendered MiniCluster {mc.namespace}/{mc.name} to check it", file=sys.stderr)
+    chosen = certificates.choose(mc, source)
+    print(
+        f"rendered MiniCluster {mc.namespace}/{mc.name} to check it; {chosen.origin}",
+        file=sys.stderr,
+    )
     # As the component registers it (the rules are the policy pack's): with the deploy
     # annotations of its default wait.
-    rendering = render(mc, text)
+    rendering = render(mc, chosen.text)
     registered = replace(rendering, job=awaiting.registered_job(mc, rendering.job, "ready"))
     return registered.objects(), True
 
 
-def _render_stacks(stacks: list[str]) -> list[Any]:
+def _render_stacks(stacks: list[str], curve_cert: Path | None) -> list[Any]:
     """The stacks' objects, rendered offline; a burst's root is rendered with it (not checked
-    unless asked for) and stands in, through its outputs, for the burst's StackReference."""
+    unless asked for) and stands in, through its outputs, for the burst's StackReference.
+    ``curve_cert`` stands for the stacks' ``curveCert``, as with ``render --stack``."""
     from flux_minicluster.deploy.stack import project, stackrender
 
     wanted = set(stacks)
     out: list[Any] = []
-    rendered = stackrender.render_with_roots(project.find(), stacks)
+    text = None if curve_cert is None else curvecerts.Certificates(curve_cert, keep=False).read()
+    rendered = stackrender.render_with_roots(project.find(), stacks, curve_cert=text)
     for stack, rendering in rendered.items():
         if stack not in wanted:
             print(f"rendered the root stack {stack} offline (to read its outputs)", file=sys.stderr)

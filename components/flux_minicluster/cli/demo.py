@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.cli import folders
+from flux_minicluster.cli import curvecerts, folders
 from flux_minicluster.core import kubeversion
 from flux_minicluster.deploy.stack import project, stackrender
 from flux_minicluster.policy import checker
@@ -24,7 +24,10 @@ def run(args: argparse.Namespace) -> int:
     where = project.find()
     stacks = [s for s in DEMO_STACKS if s in where.stacks()] or where.stacks()
     out = Path(args.output_dir)
-    renderings = stackrender.render_stacks(where, stacks)
+    # the certificates kept for the stacks: a second demo writes the same objects, which
+    # `kubectl apply -f rendered/<stack>` can apply again
+    kept = curvecerts.stack_keeper(where.name)
+    renderings = stackrender.render_stacks(where, stacks, kept=kept)
     for r in renderings:
         outputs = folders.outputs_json(r.stack, r.outputs, r.secret_outputs)
         folders.write_folder(

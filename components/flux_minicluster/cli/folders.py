@@ -55,6 +55,7 @@ __all__ = [
     "PATCHES",
     "load_or_create_certificate",
     "outputs_json",
+    "read_certificate",
     "write_folder",
 ]
 
@@ -368,6 +369,22 @@ def outputs_json(
     return json.dumps(payload, indent=2, sort_keys=True) + "\n", mode
 
 
+def read_certificate(path: Path) -> str:
+    """The certificate in ``path``, checked as Flux would read it (a problem names the file)."""
+    try:
+        text = documents.read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(
+            Problem("", "not a CURVE certificate: not UTF-8 text (flux keygen writes text)"),
+            source=str(path),
+        ) from None
+    try:
+        certificate.parse(text)
+    except certificate.CertificateError as err:
+        raise SpecError(Problem("", str(err)), source=str(path)) from None
+    return text
+
+
 def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[str, bool]:
     """The certificate in ``path``, or a new one written there (0600) when it does not exist.
 
@@ -375,18 +392,7 @@ def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[st
     template on every render, so a rendered cluster can be applied again (GitOps).
     """
     if path.exists():
-        try:
-            text = documents.read_bytes(path).decode("utf-8")
-        except UnicodeDecodeError:
-            raise SpecError(
-                Problem("", "not a CURVE certificate: not UTF-8 text (flux keygen writes text)"),
-                source=str(path),
-            ) from None
-        try:
-            certificate.parse(text)
-        except certificate.CertificateError as err:
-            raise SpecError(Problem("", str(err)), source=str(path)) from None
-        return text, False
+        return read_certificate(path), False
     # A typo in the folder must not quietly make a new key: that replaces the Secret and the Job.
     folder = path.parent if path.parent != Path() else Path.cwd()
     if not folder.is_dir():
@@ -399,10 +405,19 @@ def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[st
             source=str(path),
         )
     cert = certificate.generate(name=name, hostname=hostname)
+    # Written beside it, then linked into place: a link never replaces a file, so two renders
+    # making the certificate at once both end up with the one that got there first, and neither
+    # prints a certificate the other then replaces.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
     try:
-        certificate.write(cert, path)
+        certificate.write(cert, temporary)
+        os.link(temporary, path)
+    except FileExistsError:
+        return read_certificate(path), False
     except OSError as err:
         raise SpecError(Problem("", f"cannot write: {err.strerror}"), source=str(path)) from None
+    finally:
+        temporary.unlink(missing_ok=True)
     return certificate.render(cert), True
 
 

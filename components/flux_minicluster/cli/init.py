@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         f"\nA Pulumi project {name!r} is in {target}. Next:\n"
         f"  cd {shlex.quote(str(target))}\n"
         "  minicluster render --stack dev          # what `pulumi up -s dev` would create\n"
-        "  pulumi stack init dev && pulumi up -s dev"
+        "  pulumi stack select --create dev && pulumi up -s dev"
     )
     return 0
 

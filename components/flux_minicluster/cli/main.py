@@ -158,8 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="render MiniClusters (a file or stacks) into Kubernetes manifests",
         description="Render every MiniCluster of a file ('-': standard input) into a "
         "kubectl-ready stream, or Pulumi stacks offline (--stack). With --output-dir, one file "
-        "per object in apply order (a stack's outputs beside the folder). With --curve-cert the "
-        "same spec renders the same bytes every time.",
+        "per object in apply order (a stack's outputs beside the folder). The same spec renders "
+        "the same bytes every time: the certificate is --curve-cert FILE, the spec's, or the one "
+        "kept for the MiniCluster in the user's state folder (made by its first render).",
     )
     p.add_argument(
         "file", nargs="?", metavar="FILE", help="a MiniCluster YAML file ('-': standard input)"
@@ -213,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="manifest or MiniCluster files, or folders of them (searched recursively)",
     )
     p.add_argument("--stack", "-s", action="append", default=[], help="render and check a stack")
+    p.add_argument(
+        "--curve-cert",
+        metavar="FILE",
+        help="the CURVE certificate the MiniClusters and stacks are rendered with, as with "
+        "render (it must exist: check never makes one); default: the spec's, else the one "
+        "render keeps for each MiniCluster, else one made for the run per bursting group",
+    )
     p.add_argument("--config", "-c", metavar="FILE", help="policy config (JSON or YAML)")
     _report_format(p, "the report as one JSON document on stdout (verdict, violations), for CI")
     p.set_defaults(func=_check)

@@ -2,16 +2,18 @@
 
 A file's MiniClusters render to exactly what the Pulumi component registers (the same renderer),
 with a real certificate in each curve Secret so that ``kubectl apply -f -`` gives a working
-cluster. Which certificate, in the order every surface follows (``core.certificate.choose``):
-``--curve-cert FILE`` (read, or created 0600 when missing, so that the next render is byte for
-byte the same and a second ``kubectl apply`` changes nothing); the spec's ``flux.curveCert``;
-else a new one made here, which stderr announces, because
-the output then holds a secret key. ``--no-secret`` leaves every Secret out for GitOps repositories
+cluster. Which certificate (``cli.curvecerts``, in the order every surface follows):
+``--curve-cert FILE`` (read, or created 0600 when missing); the spec's ``flux.curveCert``; else
+the one kept for the MiniCluster in the user's state folder, made by its first render, which
+stderr announces because the output then holds a secret key. Each way the same spec renders the
+same bytes every time, so a second ``kubectl apply`` of a render changes nothing.
+``--no-secret`` leaves every Secret out for GitOps repositories
 that must not hold one (the curve Secret, and v1alpha1's credentials derived from the certificate):
 create them apart (stderr says how). It needs a certificate file, for the Secrets to match.
 
 ``--stack`` renders Pulumi stacks offline instead (the deploy layer's stack renderer): each into
-``DIR/<stack>/`` with its outputs in ``DIR/<stack>.outputs.json``.
+``DIR/<stack>/`` with its outputs in ``DIR/<stack>.outputs.json``, the keygen Command printing
+the certificate kept for the stack (``cli.curvecerts``) unless ``--curve-cert`` gives one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.cli import folders
+from flux_minicluster.cli import curvecerts, folders
 from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, kubeversion, limits, plan
 from flux_minicluster.core.errors import SpecError
@@ -63,6 +65,7 @@ def render_file(
     """Every object of every MiniCluster in ``path``, with its certificate (see the module),
     for Kubernetes ``kube_version``."""
     objects: list[dict[str, Any]] = []
+    certificates = curvecerts.Certificates(curve_cert, keep=True)
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition, kube_version)
         warn(path, definition)
@@ -78,8 +81,10 @@ def render_file(
             render(mc, None, network_policy=network_policy)
         except SpecError as err:
             raise err.with_source(path) from None
-        text = _certificate(mc, curve_cert, path, announce=with_secret)
-        rendering = render(mc, text, network_policy=network_policy)
+        chosen = certificates.choose(mc, path)
+        if chosen.made_here:
+            print(f"{path}: {chosen.origin}", file=sys.stderr)
+        rendering = render(mc, chosen.text, network_policy=network_policy)
         if with_secret:
             objects += rendering.objects()
             continue
@@ -106,31 +111,6 @@ def _left_out(path: str, secret: dict[str, Any], *, curve: bool) -> str:
         f"{path}: the Secret {where} (keys {keys}) is left out too: its values derive from the "
         "certificate; render it without --no-secret into your secret store"
     )
-
-
-def _certificate(
-    mc: plan.MiniClusterPlan, curve_cert: Path | None, source: str, *, announce: bool
-) -> str:
-    chosen, _ = certificate.choose(curve_cert, mc.spec.flux.curve_cert)
-    if isinstance(chosen, Path):
-        text, created = folders.load_or_create_certificate(chosen, mc.name, mc.names.lead_host)
-        if created:
-            print(folders.created_certificate_warning(chosen), file=sys.stderr)
-        return text
-    if chosen is not None:
-        return chosen
-    if message := mc.mounted_certificate_problem("--curve-cert FILE"):
-        raise SpecError(f"{source}: {message}")
-    cert = certificate.generate(name=mc.name, hostname=mc.names.lead_host)
-    if announce:
-        print(
-            f"{source}: generated a new CURVE certificate locally (public key "
-            f"{cert.public_key}); Secret {mc.namespace}/{mc.names.curve_secret} in the output "
-            "holds its secret key, so keep the output private (or pass --curve-cert FILE to "
-            "render the same certificate every time)",
-            file=sys.stderr,
-        )
-    return certificate.render(cert)
 
 
 def emit(objects: list[dict[str, Any]], args: argparse.Namespace) -> int:
@@ -179,9 +159,10 @@ def _stacks(args: argparse.Namespace) -> int:
         curve = text
         if created:
             print(folders.created_certificate_warning(Path(args.curve_cert)), file=sys.stderr)
-    renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve)
-    if not args.curve_cert:  # after the config's own problems, before anything is written
-        _one_certificate_per_group(where, args.stack)
+    # Without --curve-cert each keygen Command prints the certificate kept for its stack, and a
+    # burst reads its root's: a group rendered one stack at a time still holds one certificate.
+    kept = None if curve is not None else curvecerts.stack_keeper(where.name)
+    renderings = stackrender.render_stacks(where, args.stack, curve_cert=curve, kept=kept)
     for rendering in renderings:
         _report(rendering)
         objects = rendering.objects
@@ -204,44 +185,6 @@ def _stacks(args: argparse.Namespace) -> int:
             out / rendering.stack, objects, rendering.patches, beside, named_by_render=True
         )
     return EXIT_OK
-
-
-def _one_certificate_per_group(where: Any, stacks: list[str]) -> None:
-    """A bursting group rendered one stack at a time (a folder per cluster) must share one
-    certificate, and a render without ``--curve-cert`` makes a new one: refuse a burst rendered
-    apart from its root, and warn when a root is rendered apart from its bursts."""
-    from flux_minicluster.deploy.stack import stackrender
-    from flux_minicluster.deploy.stack.stackconfig import PROJECT, ROLE_ROOT
-
-    wanted = set(stacks)
-    for stack in stacks:
-        config = stackrender.read_stack_config(where, stack)[0]
-        root = stackrender.root_of(config)
-        if root is not None and root.rsplit("/", 1)[-1] not in wanted:
-            name = root.rsplit("/", 1)[-1]
-            raise SpecError(
-                f"{PROJECT}:bursting.rootStack: the burst {stack!r} rendered apart from its root "
-                f"{name!r} would get a new certificate, and the brokers of the two renders could "
-                f"not join. Render them together (minicluster render --stack {name} --stack "
-                f"{stack} -d DIR), or give both renders the same certificate: minicluster render "
-                f"--stack {name} --curve-cert FILE ..., then minicluster render --stack {stack} "
-                "--curve-cert FILE ...",
-                source=f"stack {stack}",
-            )
-        bursting = config.get(f"{PROJECT}:bursting")
-        if isinstance(bursting, dict) and bursting.get("role") == ROLE_ROOT:
-            apart = [
-                str(c.get("name"))
-                for c in bursting.get("clusters") or []
-                if isinstance(c, dict) and c.get("name") not in wanted
-            ]
-            if apart:
-                print(
-                    f"stack {stack}: warning: rendered with a new certificate; its bursts "
-                    f"({', '.join(apart)}) rendered in another command will hold another one and "
-                    "cannot join. Pass the same --curve-cert FILE to every render of the group",
-                    file=sys.stderr,
-                )
 
 
 def _report(rendering: Any) -> None:

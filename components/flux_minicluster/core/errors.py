@@ -9,7 +9,7 @@ layer refuse a spec before a single resource is registered.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -29,6 +29,15 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
+
+    def moved(self, origins: Mapping[str, str]) -> Problem:
+        """The problem at the path the user wrote, when it lies at or under a field a conversion
+        moved (``origins``: converted path -> written path), so the user is sent to their line."""
+        for converted, written in origins.items():
+            rest = self.path.removeprefix(converted)
+            if rest != self.path and (not rest or rest[0] in ".["):
+                return Problem(written + rest, self.message)
+        return self
 
 
 class SpecError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,9 +31,6 @@ from flux_minicluster.core.spec import (
     MiniClusterSpec,
 )
 from flux_minicluster.core.validation import UnvalidatedField, lenient_spec, translate_errors
-
-if TYPE_CHECKING:
-    from flux_minicluster.core import v1alpha1
 
 # Checks that need a name run with this one when the document has none (its problem is reported).
 _STAND_IN_NAME = "minicluster"
@@ -141,12 +138,12 @@ def parse(
     warnings: list[Problem] = []
     spec: MiniClusterSpec | None = None
     lenient = False
-    conversion: v1alpha1.Conversion | None = None
+    origins: dict[str, str] = {}
     if spec_data is not None:
         if not isinstance(spec_data, Mapping):
             problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
         else:
-            spec, lenient, conversion = _validate_spec(
+            spec, lenient, origins = _validate_spec(
                 spec_data, api_version, resolved_name or _STAND_IN_NAME, problems, warnings
             )
     if spec is not None and lead_address is not None:
@@ -179,8 +176,8 @@ def parse(
             if resolved_name or p.path != "metadata.name"
         ]
     if problems or lenient or definition is None or not resolved_name:
-        if conversion is not None:  # each at the field the v1alpha1 document wrote
-            problems = [conversion.original(p) for p in problems]
+        # each at the field the document wrote, not the one it was converted into
+        problems = [p.moved(origins) for p in problems]
         raise SpecError(sorted(set(problems), key=problems.index), source=source)
     return definition
 
@@ -229,17 +226,109 @@ def v1alpha2_notes(data: Mapping[str, Any]) -> list[Problem]:
     return found
 
 
+def carried_over(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem], dict[str, str]]:
+    """A v1alpha2 spec with the v1alpha1 container fields the operator's own v1alpha2 examples
+    still carry converted as v1alpha1 converts them, a warning for each, and their origins.
+
+    The operator's API server prunes them from a v1alpha2 MiniCluster, so its users never learnt
+    they were stale: ``existingVolumes`` (renamed ``volumes``) and ``securityContext.
+    addCapabilities`` (now ``securityContext.capabilities.add``). Refusing them would refuse the
+    operator's examples; dropping them would silently leave a volume unmounted or a capability
+    missing that the spec asks for. So each becomes the field that replaced it, and the warning
+    says so, as a v1alpha2 ``spec.volumes`` is built and said. A volume the spec also names in
+    ``volumes`` keeps that entry (the one the operator mounts), and the old one is said ignored.
+    """
+    out = dict(data)
+    warnings: list[Problem] = []
+    origins: dict[str, str] = {}
+    for group in ("containers", "services"):
+        items = out.get(group)
+        if not isinstance(items, list):
+            continue
+        converted = []
+        for i, item in enumerate(items):
+            base = f"spec.{group}[{i}]"
+            if isinstance(item, Mapping):
+                item = _converted_container(item, base, warnings, origins)
+            converted.append(item)
+        out[group] = converted
+    return out, warnings, origins
+
+
+def _converted_container(
+    item: Mapping[str, Any], base: str, warnings: list[Problem], origins: dict[str, str]
+) -> dict[str, Any]:
+    container = dict(item)
+    existing = container.pop("existingVolumes", None)
+    if isinstance(existing, Mapping):
+        volumes = container.get("volumes")
+        volumes = dict(volumes) if isinstance(volumes, Mapping) else {}
+        for key, volume in existing.items():
+            if key in volumes:
+                warnings.append(
+                    Problem(
+                        key_path(f"{base}.existingVolumes", key),
+                        f"ignored: {key_path(f'{base}.volumes', key)} names the same volume "
+                        "(existingVolumes is v1alpha1's name for volumes; keep that one)",
+                    )
+                )
+                continue
+            volumes[key] = volume
+            origins[key_path(f"{base}.volumes", key)] = key_path(f"{base}.existingVolumes", key)
+        container["volumes"] = volumes
+        if existing:
+            warnings.append(
+                Problem(
+                    f"{base}.existingVolumes",
+                    "is v1alpha1's name for volumes, which the operator's v1alpha2 controller "
+                    f"drops (nothing is mounted there); here it is read as {base}.volumes, so "
+                    f"{', '.join(sorted(existing))} mounted as that field says",
+                )
+            )
+    elif existing is not None:  # not a mapping: the model says what is allowed, at its path
+        container["existingVolumes"] = existing
+    context = container.get("securityContext")
+    if isinstance(context, Mapping) and "addCapabilities" in context:
+        context = dict(context)
+        added = context.pop("addCapabilities")
+        written = f"{base}.securityContext.addCapabilities"
+        if isinstance(added, list):
+            capabilities = context.get("capabilities")
+            capabilities = dict(capabilities) if isinstance(capabilities, Mapping) else {}
+            present = capabilities.get("add")
+            present = list(present) if isinstance(present, list) else []
+            if not present:
+                origins[f"{base}.securityContext.capabilities.add"] = written
+            capabilities["add"] = present + [c for c in added if c not in present]
+            context["capabilities"] = capabilities
+            if added:
+                warnings.append(
+                    Problem(
+                        written,
+                        "is v1alpha1's, which the operator's v1alpha2 controller drops (the "
+                        "container gets no capability from it); here it is read as "
+                        f"{base}.securityContext.capabilities.add, so the container gets "
+                        f"{', '.join(str(c) for c in added)}",
+                    )
+                )
+        else:  # not a list: the model refuses it at the field the user wrote
+            context["addCapabilities"] = added
+        container["securityContext"] = context
+    return container
+
+
 def _validate_spec(
     data: Mapping[str, Any],
     api_version: str,
     name: str,
     problems: list[Problem],
     warnings: list[Problem],
-) -> tuple[MiniClusterSpec | None, bool, v1alpha1.Conversion | None]:
+) -> tuple[MiniClusterSpec | None, bool, dict[str, str]]:
     """The internal model of a spec of either version, whether it is only the lenient one (the
-    spec had type errors, see ``validation.lenient_spec``), and a v1alpha1 document's
-    conversion; problems and warnings appended."""
-    conversion = None
+    spec had type errors, see ``validation.lenient_spec``), and where converted fields were
+    written (a v1alpha1 document's, or the v1alpha1 fields a v1alpha2 one carries); problems and
+    warnings appended."""
+    origins: dict[str, str] = {}
     if api_version == API_VERSION_V1ALPHA1:
         # Its own models are built only for a v1alpha1 document: a v1alpha2 run never pays.
         from flux_minicluster.core import v1alpha1
@@ -248,11 +337,14 @@ def _validate_spec(
             conversion = v1alpha1.convert(data, name)
         except ValidationError as err:
             problems += translate_errors(err, "spec", None)
-            return None, False, None
+            return None, False, origins
         data = conversion.data
         warnings += conversion.warnings
+        origins = conversion.origins
     elif api_version == API_VERSION:
         warnings += v1alpha2_notes(data)
+        data, carried, origins = carried_over(data)
+        warnings += carried
     # The internal model takes every feature; only a v1alpha2 document is refused v1alpha1's.
     context = API_VERSION if api_version == API_VERSION else API_VERSION_V1ALPHA1
     try:
@@ -265,8 +357,8 @@ def _validate_spec(
             rest = None if rest is None else operator_volume_claims(rest, name)
         except UnvalidatedField:  # which volume is a claim is not known: no rule can judge
             rest = None
-        return rest, rest is not None, conversion
-    return operator_volume_claims(spec, name), False, conversion
+        return rest, rest is not None, origins
+    return operator_volume_claims(spec, name), False, origins
 
 
 def operator_volume_claims(spec: MiniClusterSpec, name: str) -> MiniClusterSpec:

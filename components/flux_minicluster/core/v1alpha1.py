@@ -163,14 +163,6 @@ class Conversion:
     """Converted path -> the v1alpha1 path it came from (``spec.flux.logLevel`` ->
     ``spec.containers[0].fluxLogLevel``); a problem at or under a key is renamed."""
 
-    def original(self, problem: Problem) -> Problem:
-        """The problem at the path the user wrote."""
-        for converted, written in self.origins.items():
-            rest = problem.path.removeprefix(converted)
-            if rest != problem.path and (not rest or rest[0] in ".["):
-                return Problem(written + rest, problem.message)
-        return problem
-
 
 def convert(spec: Mapping[str, Any], name: str) -> Conversion:
     """A v1alpha1 spec as the internal model's input (camelCase), with its warnings and the

@@ -57,10 +57,15 @@ V1ALPHA1_FIELDS: dict[str, dict[str, str]] = {
         "preCommand": "replaced by commands.pre",
         "fluxOptionFlags": "replaced by flux.optionFlags",
         "fluxLogLevel": "replaced by flux.logLevel",
-        "existingVolumes": "replaced by volumes (containers[].volumes.<name>)",
         "runFluxAsRoot": "moved to commands.runFluxAsRoot (v1alpha1), or set "
         "securityContext.runAsUser: 0",
         "postStartExec": "replaced by lifeCycle.postStartExec",
+        # Read from a v1alpha2 document too when it is a mapping (loading.carried_over).
+        "existingVolumes": "replaced by volumes (containers[].volumes.<name>), a mapping",
+    },
+    "SecurityContext": {
+        # Read from a v1alpha2 document too when it is a list (loading.carried_over).
+        "addCapabilities": "replaced by capabilities.add, a list of capability names",
     },
 }
 

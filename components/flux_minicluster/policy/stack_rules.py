@@ -580,9 +580,12 @@ BURST_GROUP_CONSISTENT = Rule(
     ),
     level="mandatory",
     remediation=(
-        "Give every burst child the root's certificate (from the root stack's outputs) and the "
-        "same bursting.clusters list in the same order as the root; after changing the root, "
-        "run 'pulumi up' on the root stack first, then on each burst stack."
+        "Give every burst child the root's certificate and the same bursting.clusters list in "
+        "the same order as the root. Files: 'minicluster render' keeps one certificate per "
+        "group, which the root and its bursts share on one machine; elsewhere give every render "
+        "and check the same --curve-cert FILE (or the spec's flux.curveCert). Stacks: "
+        "a burst reads the root stack's outputs; after changing the root, run 'pulumi up' on "
+        "the root stack first, then on each burst stack."
     ),
     stack_check=check_burst_group_consistent,
 )

@@ -6,8 +6,9 @@ stack's config, under ``recorder``, and stands in for what only the engine, a pr
 could supply, each stand-in stated in the rendering's notes:
 
 * the keygen Command runs for real with the ``builtin`` strategy (pyzmq, no cluster needed), or
-  prints a certificate the caller gives (``curve_cert``), so that a render can be repeated byte for
-  byte;
+  prints a certificate the caller gives (``curve_cert``, the stack's ``curveCert``), or the one
+  the caller kept from the stack's previous render (``kept``, standing for what Pulumi's state
+  keeps of the Command), so that a render can be repeated byte for byte;
 * a StackReference reads the outputs of the root stack rendered just before (a burst's root is
   rendered first when it was not asked for);
 * a LoadBalancer Service gets the documentation address ``192.0.2.10`` (TEST-NET-1) as its
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import runpy
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -225,24 +226,42 @@ def _give_certificate(config: dict[str, Any], curve_cert: str) -> None:
     config[key] = curve_cert
 
 
+# The certificate a stack's keygen Command printed before, by stack: what Pulumi's state keeps of
+# the Command, which a caller keeps between offline renders instead.
+KeptCertificate = Callable[[str], str]
+
+
+def _printing_kept(kept: KeptCertificate, stack: str) -> Callable[[MockResourceArgs], str]:
+    """The keygen Command's stand-in that prints the stack's kept certificate."""
+    return lambda _: kept(stack).removesuffix("\n")  # as pulumi-command prints it
+
+
 def render_with_roots(
-    project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
+    project: Project,
+    stacks: Iterable[str],
+    *,
+    curve_cert: str | None = None,
+    kept: KeptCertificate | None = None,
 ) -> dict[str, StackRendering]:
     """Every stack asked for and the root each burst reads, rendered roots first: the root's
     outputs stand in for the burst's StackReference."""
     rendered: dict[str, StackRendering] = {}
     for stack in order_stacks(project, stacks):
-        rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert)
+        rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert, kept=kept)
     return rendered
 
 
 def render_stacks(
-    project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
+    project: Project,
+    stacks: Iterable[str],
+    *,
+    curve_cert: str | None = None,
+    kept: KeptCertificate | None = None,
 ) -> list[StackRendering]:
     """The stacks in the order asked for (rendered roots first); a burst's root is rendered too
     when it was not asked for, to be read."""
     wanted = list(dict.fromkeys(stacks))
-    rendered = render_with_roots(project, wanted, curve_cert=curve_cert)
+    rendered = render_with_roots(project, wanted, curve_cert=curve_cert, kept=kept)
     extra = [s for s in rendered if s not in wanted]
     out = [rendered[s] for s in wanted]
     for rendering in out:
@@ -257,8 +276,10 @@ def render_stack(
     roots: Mapping[str, StackRendering] | None = None,
     *,
     curve_cert: str | None = None,
+    kept: KeptCertificate | None = None,
 ) -> StackRendering:
-    """Render one stack; a burst reads its root's outputs from ``roots``."""
+    """Render one stack; a burst reads its root's outputs from ``roots``. ``kept(stack)`` is
+    asked only when the stack's program registers a keygen Command (a burst runs none)."""
     started = time.perf_counter()
     config, notes = read_stack_config(project, stack)
     # Validated as `pulumi up` validates it, before the offline stand-ins below replace parts of
@@ -289,6 +310,9 @@ def render_stack(
         if root is None:
             _give_certificate(config, curve_cert)
         notes.append("the curve certificate is the one given (--curve-cert)")
+    elif kept is not None:
+        stdout = _printing_kept(kept, stack)
+
     mocks = OfflineMocks(command_stdout=stdout, stack_references=references)
     try:
         run = run_program(
@@ -304,7 +328,9 @@ def render_stack(
         if (problem := _spec_error(err)) is not None:
             raise problem from None
         raise
-    if curve_cert is None and mocks.of_type(COMMAND_TYPE):
+    if curve_cert is None and kept is not None and mocks.of_type(COMMAND_TYPE):
+        notes.append("the keygen Command printed the certificate kept from earlier renders")
+    elif curve_cert is None and mocks.of_type(COMMAND_TYPE):
         notes.append("the curve certificate was made for real by the builtin keygen (pyzmq)")
     kube = [r for r in run.resources if r.is_kubernetes_object]
     objects = [plain(r.inputs) for r in kube if not r.typ.endswith(PATCH_SUFFIX)]
