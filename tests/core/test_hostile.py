@@ -599,7 +599,7 @@ CASES = [
     Case(
         "billion-laughs-in-a-checked-field",
         billion_laughs(7, "field"),
-        "",
+        "metadata.lol5",
     ),
     Case("nested-100-levels", nested(100), ""),
     Case("five-megabytes", GOOD_YAML + b"# " + b"x" * (5 * 1024 * 1024) + b"\n", ""),

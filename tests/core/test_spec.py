@@ -847,6 +847,20 @@ def test_a_type_error_in_metadata_does_not_hide_the_specs_problems() -> None:
         # the limits on what a hand-written spec may hold (core/yamlio.py), at the line
         ("a: 1\nb: " + "[" * 64 + "]" * 64 + "\n", "line 2: nested deeper than 64 levels"),
         ("a: &a 1\nb: [" + ",".join(["*a"] * 201) + "]\n", "line 2: more than 200 YAML aliases"),
+        ("a: 1\nb: [" + "1," * 20_000 + "]\n", "line 2: more than 20000 values"),
+        # an alias inside what it names: a value that holds itself (a RecursionError, exit 70)
+        ("a: &x [*x]\n", "line 1, column 8: the alias 'x' is inside the collection it names"),
+        ("a: &x {b: [1, *x]}\n", "line 1, column 15: the alias 'x' is inside the collection"),
+        # explicit tags the constructors cannot read (KeyError, ValueError...: exit 70)
+        ("a: 1\nb: !!bool maybe\n", "line 2, column 4: 'maybe' is not a !!bool"),
+        ("a: !!int abc\n", "line 1, column 4: 'abc' is not a !!int"),
+        ("a: !!float abc\n", "line 1, column 4: 'abc' is not a !!float"),
+        ("a: !!int 0x\n", "line 1, column 4: '0x' is not a !!int"),
+        ("a: !!timestamp nope\n", "line 1, column 4: the tag !!timestamp is not accepted here"),
+        ("a: !!set [a]\n", "line 1, column 4: the tag !!set is not accepted here"),
+        ("a: !!python/name:os.system x\n", "the tag !!python/name:os.system is not accepted"),
+        # an int by its pattern that int() cannot read, tag or no tag
+        ("a: 0x_\n", "line 1, column 4: cannot read '0x_' as a !!int"),
         # Another kind of object: the kind, not a list of fields a MiniCluster lacks.
         (
             "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: p}\n"

@@ -77,6 +77,9 @@ def parse(
     problems: list[Problem] = []
     metadata = Metadata()
     if isinstance(document, Mapping):
+        # A program's dict may hold itself or nest without end; every walk below recurses.
+        if (shape := yamlio.shape_problem(document)) is not None:
+            raise SpecError(shape, source=source)
         nul = list(_nul_paths(document, ""))
         if nul:
             raise SpecError(
