@@ -877,6 +877,33 @@ def test_bad_files_are_one_clear_problem(text: str, fragment: str) -> None:
     assert line.startswith("f.yaml: ")
 
 
+# Files that are wrong in thousands of places, one kind of place each: under the limit on the
+# values a file may hold, each one a problem (it took 21.5 s to order 16,000 of them).
+MANY = 9_900
+MANY_PROBLEMS = {
+    "unknown spec keys": "spec:\n  containers: [{image: x}]\n"
+    + "".join(f"  k{i}: 1\n" for i in range(MANY)),
+    "unknown document keys": "spec: {containers: [{image: x}]}\n"
+    + "".join(f"k{i}: 1\n" for i in range(MANY)),
+    "NUL bytes": "spec:\n  containers:\n  - image: x\n    environment:\n"
+    + "".join(f'      E{i}: "\\0"\n' for i in range(MANY)),
+    "bad labels": "metadata:\n  labels:\n"
+    + "".join(f"    'a b{i}': x\n" for i in range(MANY))
+    + "spec: {containers: [{image: x}]}\n",
+}
+
+
+@pytest.mark.parametrize("text", MANY_PROBLEMS.values(), ids=MANY_PROBLEMS.keys())
+def test_thousands_of_problems_show_the_first_hundred_and_how_many_more(text: str) -> None:
+    with pytest.raises(SpecError) as info:
+        load_text("metadata: {name: x}\n" + text if "metadata" not in text else text, source="f")
+    lines = info.value.lines()
+    assert len(lines) == 101, lines[-3:]
+    more = len(info.value.problems) - 100
+    assert more >= MANY - 100
+    assert lines[-1] == f"f: and {more} more problems"
+
+
 def test_multi_document_files_name_the_document() -> None:
     good = (
         "apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\n"

@@ -184,7 +184,7 @@ def parse(
     if problems or lenient or definition is None or not resolved_name:
         if conversion is not None:  # each at the field the v1alpha1 document wrote
             problems = [conversion.original(p) for p in problems]
-        raise SpecError(sorted(set(problems), key=problems.index), source=source)
+        raise SpecError(problems, source=source)
     return definition
 
 
