@@ -25,10 +25,13 @@ MAX_DEPTH = 64
 # Values a document may hold once its aliases are expanded: a spec has a few hundred. Counted
 # without expanding, so a "billion laughs" file is refused in microseconds.
 MAX_EXPANDED_NODES = 100_000
-# Values a document may write (keys, values and collections, aliases not expanded): building
-# each, and validating it, costs some 25 microseconds of Python, so this bounds the time any
-# file within MAX_BYTES takes to about half a second of CPU, however small its values are.
+# Values a stream may write (keys, values and collections, aliases not expanded): MAX_NODES,
+# or one per BYTES_PER_NODE characters in a larger file (a list of manifests for `check`).
+# Building each, validating and rendering it costs some 15 to 25 microseconds of Python, so a
+# file takes at most about a second of CPU per MiB however small its values are ("1,1,1,..."
+# is a value per 2 bytes); a hand-written spec has a value per 10 to 20 bytes, a few hundred.
 MAX_NODES = 20_000
+BYTES_PER_NODE = 24
 # The tags a spec may write explicitly: the JSON types. A scalar's tag must also be what its
 # text reads as (``!!int 12``, not ``!!int abc``); ``!!str`` takes any text.
 _TAG = "tag:yaml.org,2002:"
@@ -91,10 +94,12 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
 def _check_structure(text: str) -> None:
     """Refuse more than MAX_ALIASES aliases, an alias to no anchor of its document or to a
     collection it is inside of, an anchor defined twice, a node nested deeper than MAX_DEPTH,
-    more than MAX_NODES nodes, or a tag other than the JSON types', at the line where it starts
-    (a root node is at depth 1); libyaml's own messages for the anchors do not name them."""
+    more nodes than MAX_NODES (or one per BYTES_PER_NODE characters), or a tag other than the
+    JSON types', at the line where it starts (a root node is at depth 1); libyaml's own
+    messages for the anchors do not name them."""
     loader = _BaseLoader(text)
     aliases = nodes = 0
+    max_nodes = max(MAX_NODES, len(text) // BYTES_PER_NODE)
     anchors: set[str] = set()
     # The anchor of each open collection (None for one without), innermost last.
     open_collections: list[str | None] = []
@@ -112,9 +117,10 @@ def _check_structure(text: str) -> None:
             line = f"line {mark.line + 1 if mark else 0}"
             where = f"{line}, column {mark.column + 1 if mark else 0}"
             nodes += 1
-            if nodes > MAX_NODES:
+            if nodes > max_nodes:
                 raise yaml.YAMLError(
-                    f"{line}: more than {MAX_NODES} values; a MiniCluster has a few hundred"
+                    f"{line}: more than {max_nodes} values in {len(text)} characters; a "
+                    "MiniCluster has a few hundred"
                 )
             if len(open_collections) + 1 > MAX_DEPTH:
                 raise yaml.YAMLError(f"{line}: nested deeper than {MAX_DEPTH} levels")
