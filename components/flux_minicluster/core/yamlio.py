@@ -259,7 +259,10 @@ def shape_problem(value: Any) -> Problem | None:
             size = sizes[id(node)] = totals.pop()
             if size > MAX_EXPANDED_NODES:
                 where = _path([k for _, k, _ in stack[1:]] + ([at] if stack else []))
-                return Problem(where, f"expands to more than {MAX_EXPANDED_NODES} values")
+                return Problem(
+                    where,
+                    f"holds more than {MAX_EXPANDED_NODES} values (an alias counted at each use)",
+                )
             if totals:
                 totals[-1] += size
             continue
