@@ -601,7 +601,7 @@ CASES = [
         billion_laughs(7, "field"),
         "metadata.lol5",
     ),
-    Case("nested-100-levels", nested(100), ""),
+    Case("nested-100-levels", nested(100), "extra" + ".a" * 62),
     Case("five-megabytes", GOOD_YAML + b"# " + b"x" * (5 * 1024 * 1024) + b"\n", ""),
     Case("not-utf8", b"metadata: {name: caf\xe9}\nspec: {containers: [{image: u}]}\n", ""),
     Case("utf16", GOOD_YAML.decode().encode("utf-16"), ""),
@@ -615,7 +615,7 @@ CASES = [
         "python-tag-in-a-field",
         b"metadata: {name: a}\nspec:\n  containers:\n    - image: !!python/object/apply:os.system"
         b" ['touch x']\n",
-        "",
+        "spec.containers[0].image",
     ),
     Case("tabs", b"metadata:\n\tname: x\n", ""),
     Case("nul-byte-in-file", GOOD_YAML.replace(b"flux-sample", b"flux\x00sample"), ANY_PATH),

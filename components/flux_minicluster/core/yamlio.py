@@ -13,6 +13,7 @@ minutes: the parser's events are checked first, so that nothing past a limit is 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
@@ -101,8 +102,8 @@ def _check_structure(text: str) -> None:
     aliases = nodes = 0
     max_nodes = max(MAX_NODES, len(text) // BYTES_PER_NODE)
     anchors: set[str] = set()
-    # The anchor of each open collection (None for one without), innermost last.
-    open_collections: list[str | None] = []
+    # Each open collection, innermost last: its anchor and where in it the parser is.
+    open_collections: list[_Open] = []
     try:
         while loader.check_event():
             event = loader.get_event()  # type: ignore[no-untyped-call]
@@ -113,42 +114,85 @@ def _check_structure(text: str) -> None:
                 anchors.clear()
             if not isinstance(event, _NODE):
                 continue
+            field = _field(open_collections, event)
             mark = event.start_mark
             line = f"line {mark.line + 1 if mark else 0}"
             where = f"{line}, column {mark.column + 1 if mark else 0}"
             nodes += 1
             if nodes > max_nodes:
-                raise yaml.YAMLError(
+                raise _Refused(
+                    field,
                     f"{line}: more than {max_nodes} values in {len(text)} characters; a "
-                    "MiniCluster has a few hundred"
+                    "MiniCluster has a few hundred",
                 )
             if len(open_collections) + 1 > MAX_DEPTH:
-                raise yaml.YAMLError(f"{line}: nested deeper than {MAX_DEPTH} levels")
+                raise _Refused(field, f"{line}: nested deeper than {MAX_DEPTH} levels")
             if isinstance(event, yaml.AliasEvent):
                 if event.anchor not in anchors:
-                    raise yaml.YAMLError(f"{where}: found undefined alias {event.anchor!r}")
-                if event.anchor in open_collections:
-                    raise yaml.YAMLError(
+                    raise _Refused(field, f"{where}: found undefined alias {event.anchor!r}")
+                if any(event.anchor == c.anchor for c in open_collections):
+                    raise _Refused(
+                        field,
                         f"{where}: the alias {event.anchor!r} is inside the collection it "
-                        "names, which would hold itself; write the values out instead"
+                        "names, which would hold itself; write the values out instead",
                     )
                 aliases += 1
                 if aliases > MAX_ALIASES:
-                    raise yaml.YAMLError(
-                        f"{line}: more than {MAX_ALIASES} YAML aliases; "
-                        "write the values out instead"
+                    raise _Refused(
+                        field,
+                        f"{line}: more than {MAX_ALIASES} YAML aliases; write the values out "
+                        "instead",
                     )
                 continue
             if event.anchor is not None:
                 if event.anchor in anchors:
-                    raise yaml.YAMLError(f"{where}: found duplicate anchor {event.anchor!r}")
+                    raise _Refused(field, f"{where}: found duplicate anchor {event.anchor!r}")
                 anchors.add(event.anchor)
             if (problem := _tag_problem(loader, event)) is not None:
-                raise yaml.YAMLError(f"{where}: {problem}")
+                raise _Refused(field, f"{where}: {problem}")
             if isinstance(event, _COLLECTION_START):
-                open_collections.append(event.anchor)
+                open_collections.append(
+                    _Open(event.anchor, isinstance(event, yaml.MappingStartEvent))
+                )
     finally:
         loader.dispose()
+
+
+class _Refused(yaml.YAMLError):
+    """A limit of ``_check_structure``, at the field of the node that passed it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class _Open:
+    """An open collection of the event scan: its anchor, and the key or index of the node
+    being read in it (a mapping's nodes alternate, key then value)."""
+
+    anchor: str | None
+    mapping: bool
+    at: str | int = ""
+    items: int = 0
+
+    def enter(self, event: Any) -> bool:
+        """Step to ``event``, the next node inside; whether it is a mapping's key."""
+        self.items += 1
+        if not self.mapping:
+            self.at = self.items - 1
+            return False
+        if self.items % 2:  # a key: a plain one names the value after it
+            self.at = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+            return True
+        return False
+
+
+def _field(open_collections: list[_Open], event: Any) -> str:
+    """The field path of the node ``event`` starts (a key's is its mapping's)."""
+    is_key = bool(open_collections) and open_collections[-1].enter(event)
+    keys = [c.at for c in (open_collections[:-1] if is_key else open_collections)]
+    return _path(keys)
 
 
 def _tag_problem(loader: Any, event: Any) -> str | None:
@@ -214,6 +258,8 @@ def load_documents(text: str, source: str, *, duplicates: list[str] | None = Non
                 docs.append(loader.get_data())
         finally:
             loader.dispose()
+    except _Refused as err:
+        raise SpecError(Problem(err.field, f"invalid YAML: {err}"), source=source) from None
     except yaml.YAMLError as err:
         raise SpecError(Problem("", f"invalid YAML: {_yaml_message(err)}"), source=source) from None
     except RecursionError:
