@@ -22,11 +22,11 @@ import copy
 import re
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from hypothesis import assume, event, given, note
+from hypothesis import assume, event, given, note, target
 from hypothesis import strategies as st
 from scriptharness import bash_syntax_errors
 from strategies import (
@@ -314,7 +314,26 @@ def test_an_attacked_example_is_a_spec_error_or_renders_in_bounded_time(
     plain values a program hands the component."""
     note(attacked.text[:4000])
     size = len(attacked.text.encode())
+    budget = SECONDS_PER_MIB * max(size / 2**20, 1)
+    spent = _cpu(lambda: _load_and_render(attacked))
+    # CPU time on a busy machine has noise: what is over the budget is timed twice more, and
+    # the fastest of the three counts.
+    if spent > budget:
+        spent = min(spent, *(_cpu(lambda: _load_and_render(attacked)) for _ in range(2)))
+    # steer the search towards the slowest inputs per byte
+    target(spent / max(size / 2**20, 1), label="CPU seconds per MiB (the first MiB whole)")
+    assert spent <= budget, f"{spent:.2f} s for {size} bytes"
+
+
+def _cpu(run: Callable[[], None]) -> float:
     start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def _load_and_render(attacked: Attacked) -> None:
+    """The attacked example from YAML and as plain values: a SpecError of at most 101 lines,
+    or definitions that render."""
     for load in (lambda: load_text(attacked.text, source="fuzz.yaml"), lambda: [_parse(attacked)]):
         try:
             definitions = load()
@@ -328,9 +347,6 @@ def test_an_attacked_example_is_a_spec_error_or_renders_in_bounded_time(
             assert error.problems, "a SpecError names at least one problem"
             assert all(line.strip() for line in error.lines())
             assert len(error.lines()) <= 101
-    spent = time.process_time() - start
-    event(f"{'under' if size < 2**20 else 'over'} 1 MiB")
-    assert spent <= SECONDS_PER_MIB * max(size / 2**20, 1), f"{spent:.2f} s for {size} bytes"
 
 
 def _parse(attacked: Attacked) -> MiniClusterDefinition:
