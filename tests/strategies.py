@@ -919,3 +919,122 @@ def mutated_cases(draw: st.DrawFn, base: st.SearchStrategy[SpecCase] | None = No
         text = _duplicate_line(dump_yaml(doc), draw(st.integers(0, 10_000)))
         touched.append(())
     return Mutated(doc=doc, text=text, touched=tuple(touched))
+
+
+# --- hostile YAML: the real examples, attacked where a careful attacker would --------------------
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A scalar written with an explicit tag (``!!int abc``), whatever its text reads as."""
+
+    tag: str
+    text: str
+
+
+class _HostileDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """SafeDumper (libyaml's emitter: a file of 25,000 keys is written in a tenth of the time)
+    that writes ``Tagged`` scalars with their tag (a shared or self-holding value is written as
+    an anchor and aliases, as SafeDumper always does)."""
+
+
+_HostileDumper.add_representer(
+    Tagged, lambda dumper, value: dumper.represent_scalar(value.tag, value.text)
+)
+
+# Tags a hand-written or generated file may carry, the JSON ones included (with literals that
+# do and do not read as them), and the literals PyYAML's patterns accept but cannot read.
+TAGS = [f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null")] + [
+    f"tag:yaml.org,2002:{t}" for t in ("timestamp", "binary", "set", "omap", "merge", "value")
+]
+TAG_LITERALS = ["abc", "maybe", "0x", "0x_", "0b_", "._", "nope", "1", "1.5", "true", "~", ""]
+CONTROL = "".join(chr(c) for c in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029, 0xFEFF))
+
+
+@functools.cache
+def example_documents() -> list[Json]:
+    """The bundled examples as plain values (every document of each)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    return [
+        doc
+        for path in sorted(root.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict)
+    ]
+
+
+@st.composite
+def _attack(draw: st.DrawFn, doc: Json, *, kinds: tuple[str, ...]) -> Json:
+    """One attack on ``doc`` (changed in place where it can be): an alias to a value or to a
+    collection from inside itself, a tagged literal, deep nesting, thousands of keys, or
+    control characters in every string."""
+    paths = [p for p in paths_of(doc) if p]
+    containers = [p for p in [(), *paths] if isinstance(get_at(doc, p), dict | list)]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "control":  # in any string field, or in all of them
+        char = st.sampled_from(CONTROL)
+        every = draw(st.booleans())
+        for path in [p for p in paths if isinstance(get_at(doc, p), str)]:
+            if every or draw(st.integers(0, 3)) == 0:
+                value = get_at(doc, path)
+                at = draw(st.integers(0, len(value)))
+                _set(doc, path, value[:at] + draw(char) + value[at:])
+        return doc
+    if kind == "many-keys":
+        target = get_at(doc, draw(st.sampled_from([p for p in containers if p != ()] or [()])))
+        count = draw(st.sampled_from([10, 1_000, 9_000, 25_000]))
+        if isinstance(target, dict):
+            target.update({f"k{i}": i for i in range(count)})
+        else:
+            target.extend(range(count))
+        return doc
+    if not paths:
+        return doc
+    path = draw(st.sampled_from(paths))
+    if kind == "alias":  # the same value again elsewhere: an anchor and an alias
+        # inside itself (a cycle) only as the last attack: no walk of the tree ends after it
+        places = [p for p in paths if "cycle" in kinds or p[: len(path)] != path]
+        return _set(doc, draw(st.sampled_from(places)), get_at(doc, path)) if places else doc
+    if kind == "cycle":  # a collection holding itself
+        where = draw(st.sampled_from(containers))
+        target = get_at(doc, where)
+        if isinstance(target, dict):
+            target[draw(unknown_keys())] = target
+        else:
+            target.append(target)
+        return doc
+    if kind == "tag":
+        text = draw(st.sampled_from(TAG_LITERALS) | hostile_text())
+        return _set(doc, path, Tagged(draw(st.sampled_from(TAGS)), text))
+    depth = draw(st.sampled_from([63, 64, 65, 200, 5_000]))
+    value = get_at(doc, path)
+    for _ in range(depth):
+        value = draw(st.sampled_from([[value], {"a": value}]))
+    return _set(doc, path, value)
+
+
+@dataclass(frozen=True)
+class Attacked:
+    """An attacked example as plain values (what a program may hand the component) and as the
+    YAML text a file would hold."""
+
+    doc: Json
+    text: str
+
+
+@st.composite
+def attacked_examples(draw: st.DrawFn) -> Attacked:
+    """An example spec, attacked one to three times (a nesting too deep for PyYAML's own
+    writer is written by hand)."""
+    doc = copy.deepcopy(draw(st.sampled_from(example_documents())))
+    for _ in range(draw(st.integers(0, 2))):
+        doc = draw(_attack(doc, kinds=("alias", "tag", "many-keys", "control")))
+    # last, as no walk of the tree ends after it
+    doc = draw(_attack(doc, kinds=("alias", "cycle", "tag", "deep", "many-keys", "control")))
+    try:
+        text = yaml.dump(doc, Dumper=_HostileDumper, sort_keys=False, allow_unicode=True)
+    except RecursionError:
+        text = "x: " + "[" * 5_000 + "]" * 5_000 + "\n"
+    return Attacked(doc, text)

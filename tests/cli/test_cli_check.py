@@ -196,6 +196,9 @@ def test_a_persistent_cluster_rendered_for_kubectl_passes_its_check(tmp_path: Pa
         ("missing.yaml", "missing.yaml", "", "missing.yaml: no such file or directory"),
         ("/dev/zero", "/dev/zero", "", "/dev/zero: not a file or folder (a device"),
         ("notk8s.yaml", "notk8s.yaml", "document 1", "notk8s.yaml: document 1: not a Kubernetes"),
+        # Python's JSON decoder recurses once per level (a RecursionError was exit 70, no JSON)
+        ("deep.json", "deep.json", "", "deep.json: JSON nested deeper than 64 levels"),
+        ("deep65.json", "deep65.json", "[0]" * 64, "deep65.json: " + "[0]" * 64 + ": nested"),
     ],
 )
 def test_check_json_is_a_document_even_when_the_input_is_refused(
@@ -208,6 +211,8 @@ def test_check_json_is_a_document_even_when_the_input_is_refused(
         "spec: {size: 1, containers: [{image: x}], float: 1}\n"
     )
     (tmp_path / "notk8s.yaml").write_text("just: data\n")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "deep65.json").write_text("[" * 65 + "]" * 65)
     result = minicluster("check", "-o", "json", args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     report = json.loads(result.stdout)

@@ -340,6 +340,24 @@ def test_a_certificate_path_in_a_missing_folder_is_refused(
 
 
 @pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
+def test_a_certificate_link_to_nothing_is_refused_never_replaced(
+    tmp_path: Path, what: str, target: tuple[str, ...]
+) -> None:
+    """The link points into a secret store that is not mounted: a new key in its place would
+    replace the Secret and the Job (it did, silently)."""
+    cert = tmp_path / "lammps.cert"
+    cert.symlink_to(tmp_path / "vault" / "lammps.cert")
+    result = run(*target, "--curve-cert", str(cert), "-d", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert f"{cert}: a symbolic link to {tmp_path / 'vault' / 'lammps.cert'}, which does not " in (
+        result.stderr
+    )
+    assert cert.is_symlink()
+    assert not (tmp_path / "vault").exists()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("what", "target"), CERT_TARGETS)
 def test_a_new_certificate_file_is_announced_loudly(
     tmp_path: Path, what: str, target: tuple[str, ...]
 ) -> None:

@@ -155,6 +155,32 @@ def test_validate_json_for_ci_lists_every_minicluster_and_problem(tmp_path: Path
     assert json.loads(ok.stdout)["valid"] is True
 
 
+# Inputs that crashed validate (exit 70, and no JSON under -o json): the field, and where.
+CRASHED = {
+    "alias-cycle": ("spec:\n  x: &x [*x]\n", "spec.x[0]", "line 3, column 10: the alias 'x'"),
+    "bool": ("spec: {size: !!bool maybe}\n", "spec.size", "line 2, column 14: 'maybe' is not"),
+    "int": ("spec: {size: !!int abc}\n", "spec.size", "'abc' is not a !!int"),
+    "float": ("spec: {size: !!float abc}\n", "spec.size", "'abc' is not a !!float"),
+    "timestamp": ("spec: {size: !!timestamp x}\n", "spec.size", "the tag !!timestamp is not"),
+    "hex": ("spec: {size: !!int 0x}\n", "spec.size", "'0x' is not a !!int"),
+    "set": ("spec: {size: !!set [a]}\n", "spec.size", "the tag !!set is not accepted"),
+}
+
+
+def test_input_that_crashed_is_a_problem_at_its_field_in_the_json_report(tmp_path: Path) -> None:
+    for name, (text, _, _) in CRASHED.items():
+        (tmp_path / f"{name}.yaml").write_text("metadata: {name: x}\n" + text)
+    files = [f"{name}.yaml" for name in CRASHED]
+    result = minicluster("validate", "-o", "json", *files, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    found = {p["file"]: (p["path"], p["message"]) for p in report["problems"]}
+    for name, (_, path, message) in CRASHED.items():
+        assert found[f"{name}.yaml"][0] == path, found
+        assert message in found[f"{name}.yaml"][1], found
+
+
 def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
     """`minicluster validate *.yaml | head -1`: the closed pipe is the reader's choice."""
     for i in range(200):

@@ -183,6 +183,25 @@ def test_a_poisoned_index_deletes_nothing_of_the_users(
     assert_one_render(out, [p.name for p in names])
 
 
+def test_a_poisoned_index_of_the_current_folder_deletes_no_dotfile_beside_it(
+    tmp_path: Path, curve_cert: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-d .` has no name for files beside it to be named after: ``../.<dotfile>`` is not one
+    (it was deleted, its digest in the index)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    folders.write_folder(Path("."), objects(SIDECARS, curve_cert))
+    dotfile = tmp_path / ".profile"
+    dotfile.write_text(USER_TEXT)
+    digest = hashlib.sha256(USER_TEXT.encode()).hexdigest()
+    with (out / folders.INDEX).open("a") as index:
+        index.write(f"{digest}  ../.profile\n")
+    names = folders.write_folder(Path("."), objects(HELLO, curve_cert))
+    assert dotfile.read_text() == USER_TEXT
+    assert_one_render(out, [p.name for p in names])
+
+
 def test_a_folder_whose_index_held_names_only_renders_again_when_nothing_changed(
     tmp_path: Path, curve_cert: str
 ) -> None:

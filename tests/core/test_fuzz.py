@@ -20,17 +20,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import re
+import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from hypothesis import assume, event, given, note
+from hypothesis import assume, event, given, note, target
 from hypothesis import strategies as st
 from scriptharness import bash_syntax_errors
 from strategies import (
+    Attacked,
     Mutated,
     SpecCase,
+    attacked_examples,
     dump_yaml,
     hostile_text,
     mutated_cases,
@@ -292,3 +295,60 @@ def test_any_file_content_is_a_spec_error_or_a_definition(content: str | bytes) 
     with contextlib.suppress(SpecError):
         text = yamlio.decode(content, "fuzz.yaml") if isinstance(content, bytes) else content
         load_text(text, source="fuzz.yaml")
+
+
+# --- the real examples, attacked --------------------------------------------------------------
+
+# The CPU a file may cost to read, validate and render, per MiB of it (the first MiB whole).
+SECONDS_PER_MIB = 1.0
+
+
+@given(attacked=attacked_examples())
+def test_an_attacked_example_is_a_spec_error_or_renders_in_bounded_time(
+    attacked: Attacked,
+) -> None:
+    """Aliases (to a value, or inside what they name), tags with literals that do not read as
+    them, deep nesting, thousands of keys and control characters in the string fields of the
+    bundled examples: each a SpecError (a RecursionError, a KeyError and a 21-second sort were
+    found this way) or a spec that renders, in time linear in the file, from YAML and as the
+    plain values a program hands the component."""
+    note(attacked.text[:4000])
+    size = len(attacked.text.encode())
+    budget = SECONDS_PER_MIB * max(size / 2**20, 1)
+    spent = _cpu(lambda: _load_and_render(attacked))
+    # CPU time on a busy machine has noise: what is over the budget is timed twice more, and
+    # the fastest of the three counts.
+    if spent > budget:
+        spent = min(spent, *(_cpu(lambda: _load_and_render(attacked)) for _ in range(2)))
+    # steer the search towards the slowest inputs per byte
+    target(spent / max(size / 2**20, 1), label="CPU seconds per MiB (the first MiB whole)")
+    assert spent <= budget, f"{spent:.2f} s for {size} bytes"
+
+
+def _cpu(run: Callable[[], None]) -> float:
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def _load_and_render(attacked: Attacked) -> None:
+    """The attacked example from YAML and as plain values: a SpecError of at most 101 lines,
+    or definitions that render."""
+    for load in (lambda: load_text(attacked.text, source="fuzz.yaml"), lambda: [_parse(attacked)]):
+        try:
+            definitions = load()
+        except SpecError as err:
+            error: SpecError | None = err
+        else:
+            error = None
+            for mc in definitions:
+                render(plans.build(mc)).objects()
+        if error is not None:
+            assert error.problems, "a SpecError names at least one problem"
+            assert all(line.strip() for line in error.lines())
+            assert len(error.lines()) <= 101
+
+
+def _parse(attacked: Attacked) -> MiniClusterDefinition:
+    doc = attacked.doc
+    return parse(doc, name="fuzzed" if not isinstance(doc, dict) or "metadata" not in doc else None)

@@ -993,6 +993,20 @@ def test_a_type_error_in_metadata_does_not_hide_the_specs_problems() -> None:
         # the limits on what a hand-written spec may hold (core/yamlio.py), at the line
         ("a: 1\nb: " + "[" * 64 + "]" * 64 + "\n", "line 2: nested deeper than 64 levels"),
         ("a: &a 1\nb: [" + ",".join(["*a"] * 201) + "]\n", "line 2: more than 200 YAML aliases"),
+        ("a: 1\nb: [" + "1," * 20_000 + "]\n", "line 2: more than 20000 values"),
+        # an alias inside what it names: a value that holds itself (a RecursionError, exit 70)
+        ("a: &x [*x]\n", "line 1, column 8: the alias 'x' is inside the collection it names"),
+        ("a: &x {b: [1, *x]}\n", "line 1, column 15: the alias 'x' is inside the collection"),
+        # explicit tags the constructors cannot read (KeyError, ValueError...: exit 70)
+        ("a: 1\nb: !!bool maybe\n", "line 2, column 4: 'maybe' is not a !!bool"),
+        ("a: !!int abc\n", "line 1, column 4: 'abc' is not a !!int"),
+        ("a: !!float abc\n", "line 1, column 4: 'abc' is not a !!float"),
+        ("a: !!int 0x\n", "line 1, column 4: '0x' is not a !!int"),
+        ("a: !!timestamp nope\n", "line 1, column 4: the tag !!timestamp is not accepted here"),
+        ("a: !!set [a]\n", "line 1, column 4: the tag !!set is not accepted here"),
+        ("a: !!python/name:os.system x\n", "the tag !!python/name:os.system is not accepted"),
+        # an int by its pattern that int() cannot read, tag or no tag
+        ("a: 0x_\n", "line 1, column 4: cannot read '0x_' as a !!int"),
         # Another kind of object: the kind, not a list of fields a MiniCluster lacks.
         (
             "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: p}\n"
@@ -1007,6 +1021,33 @@ def test_bad_files_are_one_clear_problem(text: str, fragment: str) -> None:
     (line,) = info.value.lines()
     assert fragment in line
     assert line.startswith("f.yaml: ")
+
+
+# Files that are wrong in thousands of places, one kind of place each: under the limit on the
+# values a file may hold, each one a problem (it took 21.5 s to order 16,000 of them).
+MANY = 9_900
+MANY_PROBLEMS = {
+    "unknown spec keys": "spec:\n  containers: [{image: x}]\n"
+    + "".join(f"  k{i}: 1\n" for i in range(MANY)),
+    "unknown document keys": "spec: {containers: [{image: x}]}\n"
+    + "".join(f"k{i}: 1\n" for i in range(MANY)),
+    "NUL bytes": "spec:\n  containers:\n  - image: x\n    environment:\n"
+    + "".join(f'      E{i}: "\\0"\n' for i in range(MANY)),
+    "bad labels": "metadata:\n  labels:\n"
+    + "".join(f"    'a b{i}': x\n" for i in range(MANY))
+    + "spec: {containers: [{image: x}]}\n",
+}
+
+
+@pytest.mark.parametrize("text", MANY_PROBLEMS.values(), ids=MANY_PROBLEMS.keys())
+def test_thousands_of_problems_show_the_first_hundred_and_how_many_more(text: str) -> None:
+    with pytest.raises(SpecError) as info:
+        load_text("metadata: {name: x}\n" + text if "metadata" not in text else text, source="f")
+    lines = info.value.lines()
+    assert len(lines) == 101, lines[-3:]
+    more = len(info.value.problems) - 100
+    assert more >= MANY - 100
+    assert lines[-1] == f"f: and {more} more problems"
 
 
 def test_multi_document_files_name_the_document() -> None:

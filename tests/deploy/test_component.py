@@ -340,6 +340,20 @@ def test_a_failed_program_reports_its_error_once(
 # --- validation before registration ------------------------------------------------------------
 
 
+def _holding_itself() -> dict[str, Any]:
+    doc = document()
+    doc["spec"]["pod"] = {"labels": doc}
+    return doc
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    doc = document()
+    inner = doc["spec"]["pod"] = {}
+    for _ in range(depth):
+        inner["x"] = inner = {}
+    return doc
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -385,6 +399,11 @@ def test_a_failed_program_reports_its_error_once(
             "curve_cert: required with spec.flux.curveCertSecret",
         ),
         ({}, "spec: required"),
+        # a program's dict may be anything (each was an AttributeError or a RecursionError)
+        ({"spec": {**document(), "metadata": "oops"}}, "metadata: must be a mapping"),
+        ({"spec": {**document(), "metadata": 5}}, "metadata: must be a mapping"),
+        ({"spec": _holding_itself()}, "spec.pod.labels: holds itself"),
+        ({"spec": _nested(2_000)}, "spec.pod" + ".x" * 62 + ": nested deeper than 64 levels"),
         # An object the API server would refuse as too large, only once the others exist.
         (
             {"spec": document(containers=[{"image": "x", "command": "x" * 1_100_000}])},

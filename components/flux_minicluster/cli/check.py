@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output == "json":
             problems = [
                 {"file": err.source or "", "path": p.path, "message": p.message}
-                for p in err.problems
+                for p in err.reported()
             ]
             print(json.dumps({"passed": False, "objects": 0, "problems": problems}, indent=2))
         raise

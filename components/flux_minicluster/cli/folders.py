@@ -14,8 +14,8 @@ user's. The folder is not trusted to say which is which:
 * the hidden index ``.minicluster-render`` (kubectl reads only ``.yaml``, ``.yml`` and ``.json``)
   records the SHA-256 of each file written; a listed file is deleted or replaced only while it
   still holds those bytes and has a name a render writes (``NN-<kind>-<name>.yaml``, or beside
-  the folder ``<DIR>.<suffix>``), so a file the user changed, or put in place of one, or listed
-  in the index by hand, is the user's;
+  a folder with a name of its own ``<DIR>.<suffix>``; ``-d .`` has none), so a file the user
+  changed, or put in place of one, or listed in the index by hand, is the user's;
 * a name the render would write that holds a file of the user's (or a symbolic link, or
   anything else) is refused with its name before anything changes; no link is ever followed,
   nor is a stack's folder (``DIR/<stack>``) that is a link;
@@ -215,7 +215,10 @@ def _indexable(folder: Path, rel: str) -> bool:
     """Whether an index may name ``rel``: a file of the folder or of its patches/, or one beside
     it named after it (``<folder>.outputs.json``), never anything further."""
     beside = rel.removeprefix("../")
-    if beside != rel and not beside.startswith(f"{folder.name}."):
+    if beside != rel and (
+        # `-d .` (or `..`) has no name to be named after: ``../.<dotfile>`` is not beside it
+        folder.name in ("", ".", "..") or not beside.startswith(f"{folder.name}.")
+    ):
         return False
     return _INDEXED.fullmatch(rel) is not None
 
@@ -389,8 +392,19 @@ def load_or_create_certificate(path: Path, name: str, hostname: str) -> tuple[st
     """The certificate in ``path``, or a new one written there (0600) when it does not exist.
 
     Returns the text and whether it was created. The same file gives the same Secret and pod
-    template on every render, so a rendered cluster can be applied again (GitOps).
+    template on every render, so a rendered cluster can be applied again (GitOps). A symbolic
+    link to nothing is refused, never replaced: it points into a secret store that is not
+    mounted, and a new certificate in its place would replace the Secret and the Job.
     """
+    if path.is_symlink() and not path.exists():
+        raise SpecError(
+            Problem(
+                "",
+                f"a symbolic link to {os.readlink(path)}, which does not exist (a secret store "
+                "not mounted?); mount it, or remove the link to make a new certificate here",
+            ),
+            source=str(path),
+        )
     if path.exists():
         return read_certificate(path), False
     # A typo in the folder must not quietly make a new key: that replaces the Secret and the Job.

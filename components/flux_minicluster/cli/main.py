@@ -69,7 +69,7 @@ def _validate(args: argparse.Namespace) -> int:
             _print_problems(err)
             problems += [
                 {"file": err.source or path, "path": p.path, "message": p.message}
-                for p in err.problems
+                for p in err.reported()
             ]
             status = EXIT_INVALID
     if args.output == "json":

@@ -8,6 +8,8 @@ program and the component alike.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -51,9 +53,11 @@ def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
     """A file's bytes (``-`` is standard input), at most ``limit`` of them; a SpecError on
     failure.
 
-    The bound applies while reading: at most ``limit + 1`` bytes are ever read, so an endless
-    or huge input (``/dev/zero``, a mistaken device or log) is refused at once, not after it
-    has filled memory.
+    The bound applies while reading: at most ``limit + 1`` bytes are ever read, so a huge input
+    (a mistaken log, an endless pipe on standard input) is refused at once, not after it has
+    filled memory. A path must name a regular file: a named pipe would block the command for
+    ever (opening one waits for a writer) and a device never ends, so either is refused before
+    it is opened, and checked again once opened (without waiting) in case it was swapped.
     """
     import sys
 
@@ -62,7 +66,10 @@ def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
         if str(path) == STDIN:
             data = sys.stdin.buffer.read(limit + 1)
         else:
-            with open(path, "rb") as handle:
+            _regular(os.stat(path).st_mode, source)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as handle:
+                _regular(os.fstat(fd).st_mode, source)
                 data = handle.read(limit + 1)
     except FileNotFoundError:
         raise SpecError(Problem("", "no such file"), source=source) from None
@@ -73,6 +80,26 @@ def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
     if len(data) > limit:
         raise SpecError(Problem("", f"larger than {limit} bytes, the most accepted"), source=source)
     return data
+
+
+_NOT_REGULAR: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _regular(mode: int, source: str) -> None:
+    """Refuse what is not a regular file (a folder is said apart, as ``IsADirectoryError``)."""
+    if stat.S_ISDIR(mode):
+        raise SpecError(Problem("", "is a directory, not a file"), source=source)
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a file")
+        raise SpecError(
+            Problem("", f"is {what}, not a regular file; give a file, or '-' for standard input"),
+            source=source,
+        )
 
 
 def read_text(path: str | Path) -> str:

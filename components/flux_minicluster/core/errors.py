@@ -3,7 +3,9 @@
 Every check in the project reports problems the same way: a dotted field path in the operator's
 camelCase spelling (``spec.containers[0].volumes.data``) and a message that says what is allowed.
 Collecting them into one exception lets the CLI print one line per problem and lets the Pulumi
-layer refuse a spec before a single resource is registered.
+layer refuse a spec before a single resource is registered. A problem said twice is said once,
+and at most ``MAX_REPORTED`` are shown, then how many more there are: a generated file with
+95,000 unknown keys deserves its first screenful, not 95,000 lines (or a 10 MB JSON report).
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+# Problems shown (printed, or listed in a JSON report) before "and N more problems".
+MAX_REPORTED = 100
 
 
 def key_path(path: str, key: str) -> str:
@@ -48,20 +53,28 @@ class SpecError(ValueError):
             problems = [Problem("", problems)]
         elif isinstance(problems, Problem):
             problems = [problems]
-        self.problems: list[Problem] = list(problems)
+        # In the order found, each once (a union's members report one failure several times).
+        self.problems: list[Problem] = list(dict.fromkeys(problems))
         self.source = source
         super().__init__(self._text())
 
+    def reported(self) -> list[Problem]:
+        """The problems to show: the first ``MAX_REPORTED``, then one saying how many more."""
+        more = len(self.problems) - MAX_REPORTED
+        if more <= 0:
+            return self.problems
+        return [*self.problems[:MAX_REPORTED], Problem("", f"and {more} more problems")]
+
     def _text(self) -> str:
         prefix = f"{self.source}: " if self.source else ""
-        return "\n".join(prefix + str(p) for p in self.problems) or prefix + "invalid input"
+        return "\n".join(prefix + str(p) for p in self.reported()) or prefix + "invalid input"
 
     def with_source(self, source: str) -> SpecError:
         """The same problems, attributed to a file or stack so the CLI can name it."""
         return SpecError(self.problems, source=source)
 
     def lines(self) -> list[str]:
-        """One printable line per problem, as the CLI shows them."""
+        """One printable line per problem reported, as the CLI shows them."""
         return self._text().splitlines()
 
 

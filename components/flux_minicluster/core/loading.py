@@ -74,6 +74,9 @@ def parse(
     problems: list[Problem] = []
     metadata = Metadata()
     if isinstance(document, Mapping):
+        # A program's dict may hold itself or nest without end; every walk below recurses.
+        if (shape := yamlio.shape_problem(document)) is not None:
+            raise SpecError(shape, source=source)
         nul = list(_nul_paths(document, ""))
         if nul:
             raise SpecError(
@@ -178,7 +181,7 @@ def parse(
     if problems or lenient or definition is None or not resolved_name:
         # each at the field the document wrote, not the one it was converted into
         problems = [p.moved(origins) for p in problems]
-        raise SpecError(sorted(set(problems), key=problems.index), source=source)
+        raise SpecError(problems, source=source)
     return definition
 
 

@@ -28,7 +28,7 @@ from flux_minicluster.core import (
     podrules,
 )
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, key_path, unknown_key
+from flux_minicluster.core.errors import MAX_REPORTED, Problem, key_path, unknown_key
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import (
     INT32_MAX,
@@ -112,28 +112,37 @@ def format_path(prefix: str, loc: Iterable[int | str]) -> str:
 def translate_errors(
     err: ValidationError, prefix: str, root: type[BaseModel] | None
 ) -> list[Problem]:
-    """Readable problems from pydantic's errors, with did-you-mean for unknown fields."""
-    problems = []
+    """Readable problems from pydantic's errors, with did-you-mean for unknown fields.
+
+    Only the first ``MAX_REPORTED`` distinct problems are shown (``SpecError.reported``), so
+    only they are worded with care (a did-you-mean costs a fraction of a millisecond); the rest
+    are counted with pydantic's own path and message, so that 95,000 unknown keys cost no more
+    than the reading of them.
+    """
+    problems: dict[Problem, None] = {}
     for e in err.errors(include_url=False):
+        if len(problems) >= MAX_REPORTED:
+            problems[Problem(format_path(prefix, e["loc"]), e["msg"])] = None
+            continue
         loc = field_loc(root, e["loc"])
         path = format_path(prefix, loc)
         kind = e["type"]
         if kind == "extra_forbidden":
             model = _model_at(root, loc[:-1]) if root else None
-            problems.append(Problem(path, _unknown_field(str(loc[-1]), model)))
+            problems[Problem(path, _unknown_field(str(loc[-1]), model))] = None
         elif kind in _MESSAGES:
-            problems.append(Problem(path, _MESSAGES[kind]))
+            problems[Problem(path, _MESSAGES[kind])] = None
         elif kind == "literal_error":
             expected = e.get("ctx", {}).get("expected", "")
-            problems.append(Problem(path, f"must be one of {expected}, got {_short(e['input'])}"))
+            problems[Problem(path, f"must be one of {expected}, got {_short(e['input'])}")] = None
         elif kind in ("greater_than_equal", "less_than_equal"):
-            problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
+            problems[Problem(path, e["msg"].replace("Input should be", "must be"))] = None
         elif kind == "value_error":
-            problems.append(Problem(path, str(e.get("ctx", {}).get("error", e["msg"]))))
+            problems[Problem(path, str(e.get("ctx", {}).get("error", e["msg"])))] = None
         else:
-            problems.append(Problem(path, e["msg"].replace("Input should be", "must be")))
-    # A union reports one error per member; keep one line per path and message.
-    return list(dict.fromkeys(problems))
+            problems[Problem(path, e["msg"].replace("Input should be", "must be"))] = None
+    # A union reports one error per member: one line per path and message.
+    return list(problems)
 
 
 def field_loc(root: type[BaseModel] | None, loc: Iterable[int | str]) -> list[int | str]:
@@ -316,9 +325,14 @@ def lenient_spec(
     left_out: list[FieldPath] = []
     current: Any = data
     for _ in range(_LENIENT_ROUNDS):
+        if err.error_count() > MAX_REPORTED:
+            # More than are shown: the schema's problems come first, and each round would cost
+            # time in proportion to them (the cross-field rules run once they are fixed).
+            return None
         # A field left out in an earlier round that fails again (required) takes its enclosing
         # one; errors of one round at one field (a union's members) leave it out once.
         earlier = set(left_out)
+        failed: list[FieldPath] = []
         for e in err.errors(include_url=False):
             loc = tuple(field_loc(MiniClusterSpec, e["loc"]))
             if e["type"] != "extra_forbidden":
@@ -328,7 +342,8 @@ def lenient_spec(
                 if point not in left_out:
                     left_out.append(point)
                 loc = point
-            current = _without(current, loc)
+            failed.append(loc)
+        current = _without(current, failed)
         try:
             spec = MiniClusterSpec.model_validate(current, context=context)
             break
@@ -363,21 +378,29 @@ def _attribute(model: type[BaseModel], part: int | str) -> str | None:
     return next((n for n, f in model.model_fields.items() if part in (n, f.alias)), None)
 
 
-def _without(data: Any, loc: FieldPath) -> Any:
-    """``data`` without the value at ``loc``, copying only along the path."""
-    if not loc:
-        return data
-    head, rest = loc[0], loc[1:]
-    if isinstance(data, Mapping) and head in data:
+def _without(data: Any, locs: Iterable[FieldPath]) -> Any:
+    """``data`` without the values at ``locs``, copying each mapping or list along the way
+    once (whatever the number of values left out of it: linear in the document)."""
+    below: dict[int | str, list[FieldPath]] = {}
+    for loc in locs:
+        if loc:
+            below.setdefault(loc[0], []).append(loc[1:])
+    if isinstance(data, Mapping):
         out = dict(data)
-        if rest:
-            out[head] = _without(data[head], rest)
-        else:
-            del out[head]
+        for head, rests in below.items():
+            if head not in out:
+                continue
+            if any(not rest for rest in rests):
+                del out[head]
+            else:
+                out[head] = _without(out[head], rests)
         return out
-    if isinstance(data, list) and isinstance(head, int) and 0 <= head < len(data) and rest:
+    if isinstance(data, list):
         items = list(data)
-        items[head] = _without(data[head], rest)
+        for head, rests in below.items():
+            deeper = [rest for rest in rests if rest]
+            if isinstance(head, int) and 0 <= head < len(items) and deeper:
+                items[head] = _without(items[head], deeper)
         return items
     return data
 

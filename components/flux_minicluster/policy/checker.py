@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core import documents
+from flux_minicluster.core import documents, yamlio
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import read_documents
 from flux_minicluster.policy import config as cfg
@@ -283,9 +283,17 @@ def _documents(path: Path) -> list[Any]:
         # last one silently winning over an object's other fields), the alias and depth limits
         return read_documents(text, source)[0]
     try:
-        return [json.loads(text)] if text.strip() else []
+        value = json.loads(text) if text.strip() else None
     except json.JSONDecodeError as err:
         raise SpecError(f"not valid JSON: {err}", source=source) from None
+    except RecursionError:  # Python's decoder recurses once per level
+        raise SpecError(
+            f"JSON nested deeper than {yamlio.MAX_DEPTH} levels, the most accepted", source=source
+        ) from None
+    # the limits the YAML loader holds a file to, on the JSON reader's result
+    if (problem := yamlio.shape_problem(value)) is not None:
+        raise SpecError(problem, source=source)
+    return [] if value is None else [value]
 
 
 def _is_object(doc: Any) -> bool:

@@ -811,8 +811,9 @@ def _definition(
             Problem("spec", f"must be a mapping, a file path or a MiniClusterSpec, got {spec!r}"),
             source=_SOURCE,
         )
-    metadata = (spec.get("metadata") or {}) if documents.is_document(spec) else {}
-    has_name = bool(metadata.get("name"))
+    metadata = spec.get("metadata") if documents.is_document(spec) else None
+    # Not a mapping: parse names the problem at metadata.
+    has_name = isinstance(metadata, Mapping) and bool(metadata.get("name"))
     definition = parse(
         spec,
         name=name or (None if has_name else resource_name),
@@ -821,7 +822,7 @@ def _definition(
         lead_address=lead_address,
         settle=settle,
     )
-    written = metadata.get("namespace")
+    written = metadata.get("namespace") if isinstance(metadata, Mapping) else None
     if namespace is not None and written not in (None, namespace):
         # The argument wins (the deployer's choice), but not silently: kubectl's -n refuses.
         said = Problem(
