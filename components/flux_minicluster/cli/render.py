@@ -24,7 +24,7 @@ from typing import Any
 from flux_minicluster.cli import folders
 from flux_minicluster.cli.notices import warn
 from flux_minicluster.core import certificate, kubeversion, plan
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render, to_json, to_yaml
 
@@ -32,6 +32,15 @@ EXIT_OK = 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output_dir and args.output == "json":
+        # The folder holds YAML files named NN-<kind>-<name>.yaml (its index knows no other).
+        raise SpecError(
+            Problem(
+                "--output",
+                "json goes to standard output only; --output-dir writes one YAML file per "
+                "object (kubectl apply -f DIR reads them): leave out -o json or -d DIR",
+            )
+        )
     if args.stack and args.file:
         raise SpecError("give a MiniCluster FILE or --stack, not both")
     if args.stack:
