@@ -86,6 +86,7 @@ def test_a_plain_install_runs_every_product_command(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "Schema check skipped" in demo.stdout
     assert "kubernetes-validate" in demo.stdout
+    assert "flux-minicluster[dev]" not in demo.stdout  # no index serves the package
     assert "validates strict" not in demo.stdout
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import runpy
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -225,24 +225,38 @@ def _give_certificate(config: dict[str, Any], curve_cert: str) -> None:
     config[key] = curve_cert
 
 
+Progress = Callable[[str], object]
+"""Told each stack's name as its rendering starts: a stack can take seconds (the keygen runs)."""
+
+
 def render_with_roots(
-    project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
+    project: Project,
+    stacks: Iterable[str],
+    *,
+    curve_cert: str | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, StackRendering]:
     """Every stack asked for and the root each burst reads, rendered roots first: the root's
     outputs stand in for the burst's StackReference."""
     rendered: dict[str, StackRendering] = {}
     for stack in order_stacks(project, stacks):
+        if progress is not None:
+            progress(stack)
         rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert)
     return rendered
 
 
 def render_stacks(
-    project: Project, stacks: Iterable[str], *, curve_cert: str | None = None
+    project: Project,
+    stacks: Iterable[str],
+    *,
+    curve_cert: str | None = None,
+    progress: Progress | None = None,
 ) -> list[StackRendering]:
     """The stacks in the order asked for (rendered roots first); a burst's root is rendered too
     when it was not asked for, to be read."""
     wanted = list(dict.fromkeys(stacks))
-    rendered = render_with_roots(project, wanted, curve_cert=curve_cert)
+    rendered = render_with_roots(project, wanted, curve_cert=curve_cert, progress=progress)
     extra = [s for s in rendered if s not in wanted]
     out = [rendered[s] for s in wanted]
     for rendering in out:
