@@ -404,6 +404,8 @@ def test_invalid_input_raises_before_anything_is_registered(
         run_pulumi(build, mocks=mocks)
     assert message in str(caught.value)
     assert mocks.resources == []  # not even the component
+    # what the language host prints as the message alone, never with a traceback
+    assert isinstance(caught.value, pulumi.RunError)
 
 
 # --- lifecycle ---------------------------------------------------------------------------------
