@@ -244,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
         "state: a stack (--stack) only says where to look.",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
-    p.add_argument("--namespace", "-n", help="its namespace (default: default)")
+    p.add_argument(
+        "--namespace", "-n", help="its namespace (default: the kube-context's, as for kubectl)"
+    )
     p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
     p.add_argument("--context", help="kube-context (default: the current one)")
