@@ -189,7 +189,8 @@ def _run(config: dict[str, Any], references: dict[str, Any]) -> Any:
 
 
 def _error(config: dict[str, Any], references: dict[str, Any] | None = None) -> str:
-    with pytest.raises(Exception) as info:  # noqa: PT011 (SpecError, possibly wrapped by Pulumi)
+    # a RunError, which `pulumi up` prints as its lines alone, even when raised in an apply
+    with pytest.raises(pulumi.RunError) as info:
         _run(config, references or {})
     return str(info.value)
 

@@ -15,7 +15,7 @@ import pulumi
 
 from flux_minicluster.core.errors import SpecError
 
-__all__ = ["MiniClusterError", "as_run_error"]
+__all__ = ["ApplyError", "MiniClusterError", "as_run_error", "in_apply"]
 
 
 class MiniClusterError(SpecError, pulumi.RunError):
@@ -27,3 +27,15 @@ def as_run_error(err: SpecError) -> MiniClusterError:
     if isinstance(err, MiniClusterError):
         return err
     return MiniClusterError(err.problems, source=err.source)
+
+
+class ApplyError(pulumi.RunError):
+    """A ``SpecError`` found inside an ``apply`` (its ``__cause__``), as the language host
+    prints it: its lines alone. Not a ``ValueError``: the SDK wraps a ``ValueError`` raised while
+    it serializes a resource's inputs into "While processing input ..." errors of its own, which
+    reach the user as a traceback."""
+
+
+def in_apply(err: SpecError) -> ApplyError:
+    """``err`` as raised inside an apply: ``raise in_apply(err) from err``."""
+    return ApplyError(str(err))

@@ -27,7 +27,7 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import lead_service
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.component.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
-from flux_minicluster.deploy.component.usererror import as_run_error
+from flux_minicluster.deploy.component.usererror import as_run_error, in_apply
 from flux_minicluster.deploy.offline import sdkinternals
 from flux_minicluster.deploy.stack import stackconfig
 from flux_minicluster.deploy.stack.stackconfig import PROJECT, StackConfig
@@ -132,7 +132,10 @@ def _checked_group(
     def check(values: list[Any]) -> BurstGroupArgs:
         lead_name, lead_size, lead_port, clusters = values
         declared = [dict(c) for c in clusters or []]
-        stackconfig.validate_burst_membership(mc.name, mc.spec.max_size, declared, root_stack)
+        try:
+            stackconfig.validate_burst_membership(mc.name, mc.spec.max_size, declared, root_stack)
+        except SpecError as err:
+            raise in_apply(err) from err
         return {
             "lead_name": str(lead_name),
             "lead_size": int(lead_size),
