@@ -33,9 +33,17 @@ class ApplyError(pulumi.RunError):
     """A ``SpecError`` found inside an ``apply`` (its ``__cause__``), as the language host
     prints it: its lines alone. Not a ``ValueError``: the SDK wraps a ``ValueError`` raised while
     it serializes a resource's inputs into "While processing input ..." errors of its own, which
-    reach the user as a traceback."""
+    reach the user as a traceback.
+
+    The ``SpecError`` is kept as ``spec_error`` for callers that report it themselves (the
+    offline renderer): the SDK re-raises the error with itself as its ``__cause__``.
+    """
+
+    def __init__(self, message: str, spec_error: SpecError | None = None) -> None:
+        super().__init__(message)
+        self.spec_error = spec_error
 
 
 def in_apply(err: SpecError) -> ApplyError:
     """``err`` as raised inside an apply: ``raise in_apply(err) from err``."""
-    return ApplyError(str(err))
+    return ApplyError(str(err), err)

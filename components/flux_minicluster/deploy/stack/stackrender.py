@@ -34,6 +34,7 @@ from flux_minicluster.core import hostlist as hostlists
 from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render import manifests
+from flux_minicluster.deploy.component.usererror import ApplyError
 from flux_minicluster.deploy.offline.recorder import (
     COMMAND_TYPE,
     CommandStdout,
@@ -341,6 +342,8 @@ def _spec_error(err: BaseException) -> SpecError | None:
     while cause is not None and id(cause) not in seen:
         if isinstance(cause, SpecError):
             return cause
+        if isinstance(cause, ApplyError) and cause.spec_error is not None:
+            return cause.spec_error
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return None
