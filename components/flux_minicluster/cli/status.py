@@ -117,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
             raise SpecError("give the MiniCluster's NAME (with -n NAMESPACE) or --stack STACK")
         name, namespace = args.name, args.namespace
         kubeconfig, context = args.kubeconfig, args.context
-    kubectl = Kubectl(kubeconfig, context)
-    namespace = namespace or kubectl.context_namespace()
-    try:
+    try:  # kubectl missing, the context unreadable or the cluster unreachable
+        kubectl = Kubectl(kubeconfig, context)
+        namespace = namespace or kubectl.context_namespace()
         found = read(kubectl, name, namespace)
     except SpecError as err:
         if args.output == "json":  # one document whatever happens, as validate and check
