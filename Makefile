@@ -18,6 +18,7 @@ KUBE_SCORE := $(CACHE)/kube-score-$(KUBE_SCORE_VERSION)/kube-score
 # The Pulumi SDKs are pinned to the versions the e2e toolchain's CLI and plugins match
 # ([tool.flux-minicluster.toolchain.python] in pyproject.toml, the one place for versions).
 $(STAMP): pyproject.toml
+	@echo "Installing the package, the Pulumi SDKs and the dev tools into $(VENV) (once; about a minute)..."
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	python3 -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); \

@@ -90,7 +90,7 @@ def schemas_missing() -> str | None:
         return None
     return (
         f"needs kubernetes-validate ({', '.join(missing)} not installed): "
-        "pip install 'flux-minicluster[dev]' or pip install kubernetes-validate"
+        "pip install kubernetes-validate (in a checkout, `make venv` installs it)"
     )
 
 

@@ -278,3 +278,24 @@ def test_a_certificate_to_check_with_must_exist(tmp_path: Path) -> None:
     assert "missing.cert: does not exist" in result.stderr
     assert "check never makes one" in result.stderr
     assert not (tmp_path / "missing.cert").exists()
+
+
+def test_json_is_one_document_even_on_an_internal_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README promises `check -o json` one document whatever happens: a bug of ours too."""
+    from flux_minicluster.cli.main import main
+    from flux_minicluster.policy import checker
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(checker, "check", broken)
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(BAD))
+    assert main(["check", str(path), "-o", "json"]) == 70
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["passed"] is False
+    assert document["problems"][0]["message"] == "internal error: RuntimeError: a bug"
+    assert "internal error: RuntimeError: a bug" in err

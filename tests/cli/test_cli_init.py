@@ -86,6 +86,7 @@ def test_a_plain_install_runs_every_product_command(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "Schema check skipped" in demo.stdout
     assert "kubernetes-validate" in demo.stdout
+    assert "flux-minicluster[dev]" not in demo.stdout  # no index serves the package
     assert "validates strict" not in demo.stdout
 
 
@@ -131,3 +132,30 @@ def test_every_argument_and_option_has_help_text() -> None:
         if not isinstance(action, argparse._HelpAction) and not action.help
     ]
     assert missing == []
+
+
+def test_init_here_in_a_repository_keeps_its_gitignore_and_needs_no_cd(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".gitignore").write_text("node_modules/\n*.cert")  # no final newline
+    (repo / "README.md").write_text("mine\n")
+    result = minicluster("init", ".", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "is in this folder. Next:" in result.stdout
+    assert "cd ." not in result.stdout
+    lines = (repo / ".gitignore").read_text().splitlines()
+    assert lines[:2] == ["node_modules/", "*.cert"]  # kept as it was, added to
+    assert lines.count("*.cert") == 1
+    assert {"venv/", "rendered/"} <= set(lines)
+    assert (repo / "README.md").read_text() == "mine\n"
+    assert minicluster("validate", "minicluster.yaml", cwd=repo).returncode == 0
+
+
+def test_init_into_a_file_names_it(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("mine\n")
+    result = minicluster("init", "README.md", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "README.md is a file; init writes a project into a folder (new or not)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]

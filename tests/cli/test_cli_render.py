@@ -207,6 +207,7 @@ def test_without_the_secret_the_output_holds_no_key(
             assert key == "restful-user" or value not in result.stdout, key
     ns = secrets[0]["metadata"]["namespace"]
     assert f"kubectl create secret generic {curve_secret} -n {ns}" in result.stderr
+    assert f"--from-file={layout.CURVE_FILE}={cert}" in result.stderr  # the file just given
     for name in left_out:
         assert f"the Secret {ns}/{name} (keys " in result.stderr
 

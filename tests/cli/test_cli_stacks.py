@@ -3,6 +3,7 @@ is the user's to fix (exit 2, one line naming the key), never an internal error.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,43 @@ def test_render_stack_curve_cert_wins_over_the_specs_as_everywhere(tmp_path: Pat
     refused = minicluster("render", "--stack", "local", "--curve-cert", str(given), cwd=project)
     assert refused.returncode == 2
     assert f"{P}:curveCert: the stack gives another certificate than --curve-cert" in refused.stderr
+
+
+def _garbage_cert(config: dict[str, Any]) -> None:
+    config[f"{P}:curveCert"] = "not a certificate"
+
+
+def _mismatched_cert(config: dict[str, Any]) -> None:
+    one = certificate.generate("one", "flux-hello-0")
+    other = certificate.generate("other", "flux-hello-0")
+    text = certificate.render(one).replace(one.secret_key, other.secret_key)
+    config[f"{P}:curveCert"] = text
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (_garbage_cert, "line 1: this line is not a section"),
+        (_mismatched_cert, "curve.secret-key does not match curve.public-key"),
+    ],
+    ids=["garbage", "mismatched"],
+)
+@pytest.mark.parametrize(
+    "command",
+    [("render", "--stack", "local"), ("check", "--stack", "local", "-o", "json"), ("demo",)],
+    ids=["render", "check", "demo"],
+)
+def test_a_bad_curve_cert_in_a_stack_file_is_named(
+    tmp_path: Path, edit: Any, said: str, command: tuple[str, ...]
+) -> None:
+    project = project_copy(tmp_path / "p")
+    edit_stack(project, "local", edit)
+    result = minicluster(*command, cwd=project)
+    assert result.returncode == 2, result.stderr
+    line = f"{P}:curveCert: not a certificate Flux accepts: "
+    assert line + said in result.stderr
+    assert "internal error" not in result.stderr
+    if "json" in command:  # one document whatever happens, as the README promises
+        (problem,) = json.loads(result.stdout)["problems"]
+        assert problem["path"] == f"{P}:curveCert"
+        assert said in problem["message"]

@@ -24,7 +24,7 @@ def test_a_stack_says_where_to_look(
     kubectl.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
-    assert main(["status", "--stack", "local", "-o", "json"]) == 0
+    assert main(["status", "--stack", "local", "-o", "json"]) == 1  # not there (not deployed)
     found = json.loads(capsys.readouterr().out)
     assert (found["name"], found["namespace"], found["phase"]) == (
         "flux-hello",
@@ -32,3 +32,92 @@ def test_a_stack_says_where_to_look(
         "absent",
     )
     assert asked.read_text() == "get -n flux-local job flux-hello -o json --ignore-not-found\n"
+
+
+_KUBECTL = """#!/bin/sh
+printf "%s\\n" "$*" >> "$ASKED"
+case "$*" in *"config view"*) printf "%s" "$CONTEXT_NS"; exit 0 ;; esac
+if [ -n "$FAIL" ]; then echo "$FAIL" >&2; exit 1; fi
+case "$*" in
+  *" job "*) [ -f "$JOB" ] && cat "$JOB" ;;
+  *" pods "*) echo '{"items": []}' ;;
+esac
+exit 0
+"""
+UNREACHABLE = "The connection to the server 127.0.0.1:6443 was refused"
+
+
+@pytest.mark.parametrize(
+    ("argv", "job", "fail", "code", "namespace", "said"),
+    [
+        (["hello"], True, "", 0, "team-a", "MiniCluster team-a/hello: starting"),
+        (["hello", "-n", "other"], True, "", 0, "other", "MiniCluster other/hello: starting"),
+        (
+            ["helo"],
+            False,
+            "",
+            1,
+            "team-a",
+            "MiniCluster 'helo' not found: no Job of that name in namespace 'team-a', the "
+            "kube-context's",
+        ),
+        (
+            ["hello"],
+            True,
+            UNREACHABLE,
+            2,
+            "team-a",
+            f"`kubectl get -n team-a job hello`: {UNREACHABLE}",
+        ),
+    ],
+    ids=["context-namespace", "given-namespace", "misspelt", "unreachable"],
+)
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_status_reads_as_kubectl_reads(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    job: bool,
+    fail: str,
+    code: int,
+    namespace: str,
+    said: str,
+    output: str,
+) -> None:
+    """Without -n the kube-context's namespace; a name that is not there is exit 1, as `kubectl
+    get` says NotFound; every error names the namespace, and -o json is one document always."""
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(_KUBECTL)
+    kubectl.chmod(0o755)
+    job_file = tmp_path / "job.json"
+    if job:
+        job_file.write_text(
+            json.dumps(
+                {
+                    "metadata": {"name": "hello", "namespace": namespace},
+                    "spec": {"parallelism": 2, "completions": 2},
+                    "status": {},
+                }
+            )
+        )
+    for key, value in {
+        "ASKED": str(tmp_path / "asked"),
+        "CONTEXT_NS": "team-a",
+        "FAIL": fail,
+        "JOB": str(job_file),
+        "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",
+    }.items():
+        monkeypatch.setenv(key, value)
+    assert main(["status", *argv, "-o", output]) == code
+    out, err = capsys.readouterr()
+    assert f"get -n {namespace} job " in (tmp_path / "asked").read_text()
+    if output == "json":
+        document = json.loads(out)
+        assert document["namespace"] == namespace
+        assert bool(document.get("problems")) == (code == 2)
+    if code == 0:
+        assert json.loads(out)["created"] if output == "json" else said in out
+    else:
+        assert said in err
+        assert namespace in err

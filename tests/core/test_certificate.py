@@ -178,6 +178,7 @@ BROKEN = [
     ("unindented pair", _replace('    name = "', 'name = "'), "must be indented"),
     ("stray word", _replace("metadata\n", "metadata\nbogus\n"), "'bogus' is not a section"),
     ("pasted bare key", _replace(f'    secret-key = "{SECRET}"', SECRET), "line 9: this line is"),
+    ("a bare key as the certificate", lambda t: SECRET, "line 1: this line is not a section"),
     ("pair before section", _replace("metadata\n", ""), "before any 'metadata' or 'curve'"),
     ("bad key chars", _replace("keygen.hostname", "keygen_hostname"), "'keygen_hostname'"),
     ("no key", _replace('    name = "', '    = "'), "a key is missing"),

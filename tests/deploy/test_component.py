@@ -285,7 +285,7 @@ def test_an_invalid_keygen_certificate_fails_naming_the_strategy(
     run_pulumi: Run, strategy: str, stdout: str
 ) -> None:
     # Pulumi re-raises an error inside an apply as a ValueError that quotes the original.
-    with pytest.raises(ValueError, match=rf"keygen Command \(strategy '{strategy}'\)"):
+    with pytest.raises(pulumi.RunError, match=rf"keygen Command \(strategy '{strategy}'\)"):
         deploy(run_pulumi, {"spec": document(), "keygen": {"strategy": strategy}}, stdout=stdout)
 
 
@@ -320,7 +320,7 @@ def test_the_argument_wins_over_the_spec_certificate(run_pulumi: Run) -> None:
 
 def test_an_invalid_certificate_output_fails_naming_curve_cert(run_pulumi: Run) -> None:
     bad = pulumi.Output.secret(CERT.replace("curve\n", "kurve\n"))
-    with pytest.raises(ValueError, match="from the curve_cert argument"):
+    with pytest.raises(pulumi.RunError, match="from the curve_cert argument"):
         deploy(run_pulumi, {"spec": document(), "curve_cert": bad})
 
 
@@ -331,7 +331,7 @@ def test_a_failed_program_reports_its_error_once(
     # when it is freed, during a later run: the caller (the CLI prints one line) has it already.
     bad = pulumi.Output.secret(CERT.replace("curve\n", "kurve\n"))
     for _ in range(3):
-        with pytest.raises(ValueError, match="from the curve_cert argument"):
+        with pytest.raises(pulumi.RunError, match="from the curve_cert argument"):
             deploy(run_pulumi, {"spec": document(), "curve_cert": bad})
     gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
@@ -423,6 +423,8 @@ def test_invalid_input_raises_before_anything_is_registered(
         run_pulumi(build, mocks=mocks)
     assert message in str(caught.value)
     assert mocks.resources == []  # not even the component
+    # what the language host prints as the message alone, never with a traceback
+    assert isinstance(caught.value, pulumi.RunError)
 
 
 # --- lifecycle ---------------------------------------------------------------------------------
@@ -669,7 +671,7 @@ def test_the_lead_broker_address_fills_the_broker_config(
 
 
 def test_a_bad_lead_broker_output_fails_naming_it(run_pulumi: Run) -> None:
-    with pytest.raises(ValueError, match="lead_broker: the lead broker address must be"):
+    with pytest.raises(pulumi.RunError, match="lead_broker: the lead broker address must be"):
         deploy(run_pulumi, {"spec": bursted(), "lead_broker": pulumi.Output.from_input("a,b")})
 
 
@@ -730,7 +732,9 @@ def test_a_burst_group_is_settled_before_the_rules_run_once(
 
 def test_a_group_that_does_not_declare_the_burst_fails_naming_it(run_pulumi: Run) -> None:
     group = {**GROUP, "clusters": [{"name": "other-burst", "size": 2}]}
-    with pytest.raises(ValueError, match=r"burst_group\.clusters: must list this bursted cluster"):
+    with pytest.raises(
+        pulumi.RunError, match=r"burst_group\.clusters: must list this bursted cluster"
+    ):
         deploy(
             run_pulumi,
             {"spec": group_member(), "lead_broker": LEAD_ADDRESS, "burst_group": group,

@@ -189,7 +189,8 @@ def _run(config: dict[str, Any], references: dict[str, Any]) -> Any:
 
 
 def _error(config: dict[str, Any], references: dict[str, Any] | None = None) -> str:
-    with pytest.raises(Exception) as info:  # noqa: PT011 (SpecError, possibly wrapped by Pulumi)
+    # a RunError, which `pulumi up` prints as its lines alone, even when raised in an apply
+    with pytest.raises(pulumi.RunError) as info:
         _run(config, references or {})
     return str(info.value)
 
@@ -289,6 +290,43 @@ def test_config_problems_name_the_key(
     message = _error(config, _root_outputs(rendered))
     assert key in message, message
     assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    ("stack", "edit", "line"),
+    [
+        (
+            "local",
+            lambda c: c[f"{PROJECT}:cluster"].__setitem__("namepsace", "foo"),
+            f"{PROJECT}:cluster.namepsace: unknown field; did you mean 'namespace'?",
+        ),
+        (
+            "local",
+            lambda c: c.__setitem__(f"{PROJECT}:curveCert", "not a certificate"),
+            f"{PROJECT}:curveCert: not a certificate Flux accepts: line 1: this line is not a "
+            "section: only 'metadata' and 'curve' start at column 0",
+        ),
+        (
+            "eks-burst",
+            lambda c: c[f"{PROJECT}:minicluster"]["spec"]["spec"].__setitem__("size", 0),
+            # one line per problem (the burst's size is also its place in the group)
+            "spec.size: must be at least 1, got 0\n"
+            "spec.flux.bursting.clusters[0].size: must be at least 1, got 0",
+        ),
+    ],
+    ids=["config", "certificate", "spec"],
+)
+def test_pulumi_up_prints_a_config_or_spec_mistake_as_its_line_alone(
+    rendered: dict[str, stackrender.StackRendering], stack: str, edit: Any, line: str
+) -> None:
+    """The language host prints a ``pulumi.RunError`` as its message, where any other error
+    becomes "Program failed with an unhandled exception" and a traceback."""
+    config = copy.deepcopy(_config(stack))
+    edit(config)
+    with pytest.raises(pulumi.RunError) as info:
+        _run(config, _root_outputs(rendered))
+    assert str(info.value) == line
+    assert isinstance(info.value, SpecError)  # still one for whoever catches that
 
 
 def test_a_missing_spec_file_names_the_key() -> None:

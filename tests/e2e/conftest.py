@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # when asked for (`-m e2e`, `make e2e`, or FLUX_MINICLUSTER_E2E=1), never as a side effect
     # of a plain `pytest`.
     wanted = "e2e" in (config.option.markexpr or "") or os.environ.get("FLUX_MINICLUSTER_E2E")
-    skip = pytest.mark.skip(reason="e2e: run with `-m e2e` (make e2e) or FLUX_MINICLUSTER_E2E=1")
+    skip = pytest.mark.skip(reason=NOT_ASKED_FOR)
     for item in items:
         if E2E in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.e2e)
@@ -58,6 +58,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.timeout(E2E_TEST_TIMEOUT_S))
             if not wanted:
                 item.add_marker(skip)
+
+
+NOT_ASKED_FOR = "e2e: run with `-m e2e` (make e2e) or FLUX_MINICLUSTER_E2E=1"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Every e2e test skipped for not being asked for is reported at one place, this file, so
+    ``-ra``'s summary folds them into one line (``SKIPPED [47] ...``) instead of one line per
+    test (pytest reports a skip by mark at the test's own line)."""
+    report = yield
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and longrepr[2].endswith(NOT_ASKED_FOR):
+        report.longrepr = (__file__, None, longrepr[2])
+    return report
 
 
 @dataclass

@@ -38,19 +38,25 @@ def run(args: argparse.Namespace) -> int:
     always has one to read."""
     try:
         report = _report(args)
-    except SpecError as err:
+    except Exception as err:
         if args.output == "json":
-            problems = [
-                {"file": err.source or "", "path": p.path, "message": p.message}
-                for p in err.reported()
-            ]
-            print(json.dumps({"passed": False, "objects": 0, "problems": problems}, indent=2))
+            print(json.dumps({"passed": False, "objects": 0, "problems": _problems(err)}, indent=2))
         raise
     if args.output == "json":
         print(json.dumps({**report.to_json(), "problems": []}, indent=2))
     else:
         print(report.format())
     return report.exit_code
+
+
+def _problems(err: Exception) -> list[dict[str, str]]:
+    """``-o json``'s problems for an error: a SpecError's own, else the internal error as one
+    (the command still fails, exit 70, with the same line on stderr)."""
+    if isinstance(err, SpecError):
+        return [
+            {"file": err.source or "", "path": p.path, "message": p.message} for p in err.reported()
+        ]
+    return [{"file": "", "path": "", "message": f"internal error: {type(err).__name__}: {err}"}]
 
 
 def _report(args: argparse.Namespace) -> checker.Report:

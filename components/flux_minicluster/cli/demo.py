@@ -8,11 +8,13 @@ against the Kubernetes schemas and the policy pack, and says plainly that nothin
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import curvecerts, folders
 from flux_minicluster.core import kubeversion
+from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.deploy.stack import project, stackrender
 from flux_minicluster.policy import checker
 
@@ -23,11 +25,20 @@ DEMO_STACKS = ("local", "gke-root", "eks-burst", "aks-burst")
 def run(args: argparse.Namespace) -> int:
     where = project.find()
     stacks = [s for s in DEMO_STACKS if s in where.stacks()] or where.stacks()
+    if not stacks:
+        raise SpecError(
+            Problem(
+                "",
+                f"no stacks in {where.stacks_dir} (no Pulumi.<stack>.yaml): demo renders a "
+                "project's stacks; `minicluster init DIR` starts a project with one, and "
+                "`pulumi stack init NAME` adds one",
+            )
+        )
     out = Path(args.output_dir)
     # the certificates kept for the stacks: a second demo writes the same objects, which
     # `kubectl apply -f rendered/<stack>` can apply again
     kept = curvecerts.stack_keeper(where.name)
-    renderings = stackrender.render_stacks(where, stacks, kept=kept)
+    renderings = stackrender.render_stacks(where, stacks, kept=kept, progress=_rendering)
     for r in renderings:
         outputs = folders.outputs_json(r.stack, r.outputs, r.secret_outputs)
         folders.write_folder(
@@ -47,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
         for p in kubecheck.refusals(r.objects, () if skipped else (_release(where, r.stack),))
     ]
     print(
-        f"Rendered {len(renderings)} stacks offline into {out}/ (Pulumi's mock runtime, the real "
-        "program; nothing was deployed). Each folder holds Kubernetes objects only; the size "
-        "patches Pulumi applies are in its patches/, the stack's outputs beside it."
+        f"Rendered {plural(len(renderings), 'stack')} offline into {out}/ (Pulumi's mock runtime, "
+        "the real program; nothing was deployed). Each folder holds Kubernetes objects only; "
+        "the size patches Pulumi applies are in its patches/, the stack's outputs beside it."
     )
     print()
     print(table(stackrender.SUMMARY_COLUMNS, rows))
@@ -61,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         for line in problems:
             print(f"  {line}")
         return 1
-    first = renderings[0].stack if renderings else "local"
+    first = renderings[0].stack
     if skipped:
         print(f"Schema check skipped: it {skipped}. The API-server rules passed.")
     else:
@@ -71,6 +82,16 @@ def run(args: argparse.Namespace) -> int:
         f"`kubectl apply -f {out}/{first}`."
     )
     return 0
+
+
+def _rendering(stack: str) -> None:
+    """Progress on stderr: the first render of a stack runs the real keygen (pyzmq)."""
+    print(f"rendering stack {stack} offline ...", file=sys.stderr, flush=True)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 stack``, ``4 stacks``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _release(where: Any, stack: str) -> str:

@@ -3,7 +3,8 @@
 The installed package carries no stacks of its own (those belong to its repository), so a user
 starts here: the project files come from the package's ``project/`` templates, named after the
 directory (or ``--name``), with one stack, ``dev``, and an example spec. Nothing is overwritten:
-an existing file is an error naming it.
+an existing file is an error naming it, except ``.gitignore``: a repository has one, and
+``init .`` there keeps it and appends the lines it lacks (a certificate must stay out of Git).
 """
 
 from __future__ import annotations
@@ -27,16 +28,22 @@ FILES: Final = (
     ("minicluster.yaml.j2", "minicluster.yaml"),
     ("gitignore.j2", ".gitignore"),
 )
+MERGED: Final = ".gitignore"
+"""The one file init adds to when it exists, rather than refusing."""
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.directory:
         raise SpecError(Problem("", "give the new project's folder (e.g. . or my-cluster)"))
     target = Path(args.directory)
+    if target.exists() and not target.is_dir():
+        raise SpecError(
+            Problem("", f"{target} is a file; init writes a project into a folder (new or not)")
+        )
     name = args.name or _name_from(target.resolve().name)
     if problem := names.dns1035_label(name):
         raise SpecError(Problem("--name", f"the project and MiniCluster name {problem}"))
-    existing = [rel for _, rel in FILES if (target / rel).exists()]
+    existing = [rel for _, rel in FILES if rel != MERGED and (target / rel).exists()]
     if existing:
         raise SpecError(
             Problem("", f"{target} already has {', '.join(existing)}; init writes a new project")
@@ -44,25 +51,45 @@ def run(args: argparse.Namespace) -> int:
     requirement, how = package_requirement(__version__)
     for template, rel in FILES:
         path = target / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            templating.render(
-                f"project/{template}",
-                name=name,
-                version=__version__,
-                requirement=requirement,
-                how=how,
-                sdk_pins=sdk_pins(),
-            )
+        text = templating.render(
+            f"project/{template}",
+            name=name,
+            version=__version__,
+            requirement=requirement,
+            how=how,
+            sdk_pins=sdk_pins(),
         )
+        if rel == MERGED and path.exists():
+            added = _append_missing(path, text)
+            print(f"{path} (kept; added {', '.join(added)})" if added else f"{path} (kept)")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
         print(path)
+    here = target.resolve() == Path.cwd().resolve()
     print(
-        f"\nA Pulumi project {name!r} is in {target}. Next:\n"
-        f"  cd {shlex.quote(str(target))}\n"
-        "  minicluster render --stack dev          # what `pulumi up -s dev` would create\n"
+        f"\nA Pulumi project {name!r} is in {'this folder' if here else target}. Next:\n"
+        + ("" if here else f"  cd {shlex.quote(str(target))}\n")
+        + "  minicluster render --stack dev          # what `pulumi up -s dev` would create\n"
         "  pulumi stack select --create dev && pulumi up -s dev"
     )
     return 0
+
+
+def _append_missing(path: Path, template: str) -> list[str]:
+    """Append to ``path`` the patterns of ``template`` it does not have; returns them."""
+    text = path.read_text()
+    have = {line.strip() for line in text.splitlines()}
+    missing = [
+        line
+        for line in template.splitlines()
+        if line.strip() and not line.startswith("#") and line.strip() not in have
+    ]
+    if missing:
+        lead = "" if not text or text.endswith("\n") else "\n"
+        with path.open("a") as out:
+            out.write(lead + "# minicluster init\n" + "".join(f"{m}\n" for m in missing))
+    return missing
 
 
 # The Pulumi SDKs a project's venv needs beside the package, pinned to the versions installed.

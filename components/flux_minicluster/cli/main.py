@@ -8,6 +8,10 @@ Flags mean what they mean to kubectl: ``-n/--namespace`` is the namespace of eve
 that names none (one that names another is an error), ``-o/--output`` is a format (``yaml`` or
 ``json``), a file ``-`` is standard input, and ``--cwd`` is where to look for the Pulumi project,
 as with ``pulumi``.
+
+Argument mistakes are argparse's (exit 2), said by the parser of the command they belong to, so
+``validate --bogus`` shows ``validate``'s usage; ``minicluster`` alone prints the help, as
+``kubectl`` and ``pulumi`` do.
 """
 
 from __future__ import annotations
@@ -121,6 +125,18 @@ def _init(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _version(args: argparse.Namespace) -> int:
+    print(f"minicluster {__version__}")
+    return EXIT_OK
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from flux_minicluster.cli.completion import script
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return EXIT_OK
+
+
 def _print_problems(err: SpecError) -> None:
     for line in err.lines():
         print(line, file=sys.stderr)
@@ -131,13 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="minicluster",
         description="Flux Framework MiniClusters on Kubernetes, without the Flux Operator.",
     )
-    parser.add_argument("--version", action="version", version=f"minicluster {__version__}")
+    parser.add_argument("--version", "-V", action="version", version=f"minicluster {__version__}")
     parser.add_argument(
         "--cwd",
         metavar="DIR",
         help="run in DIR: the Pulumi project (Pulumi.yaml) is found there or in its parents",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Not required: argparse would then say "required: COMMAND" for `-V` or `--bogus` too;
+    # main() prints the help when no command is given.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser(
         "validate",
@@ -234,7 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
         "state: a stack (--stack) only says where to look.",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
-    p.add_argument("--namespace", "-n", help="its namespace (default: default)")
+    p.add_argument(
+        "--namespace", "-n", help="its namespace (default: the kube-context's, as for kubectl)"
+    )
     p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
     p.add_argument("--context", help="kube-context (default: the current one)")
@@ -265,12 +285,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", metavar="DIR", help="the new project's folder")
     p.add_argument("--name", help="the project's name (default: the directory's name)")
     p.set_defaults(func=_init)
+
+    p = sub.add_parser(
+        "version",
+        help="print the version",
+        description="Print minicluster's version (the same as --version and -V).",
+    )
+    p.set_defaults(func=_version)
+
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print a completion script for SHELL, made from these very commands and "
+        "options. bash: source <(minicluster completion bash) in ~/.bashrc; zsh: source "
+        "<(minicluster completion zsh) in ~/.zshrc; fish: minicluster completion fish > "
+        "~/.config/fish/completions/minicluster.fish",
+    )
+    p.add_argument(
+        "shell", choices=("bash", "zsh", "fish"), metavar="SHELL", help="bash, zsh or fish"
+    )
+    p.set_defaults(func=_completion)
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser of each command, by name (argparse keeps them in its subparsers action)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        parser.print_help()
+        return EXIT_OK
+    if extra:  # said by the command's own parser, with its usage
+        subcommands(parser)[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         if args.cwd:

@@ -19,14 +19,15 @@ the certificate kept for the stack (``cli.curvecerts``) unless ``--curve-cert`` 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import curvecerts, folders
 from flux_minicluster.cli.notices import warn
-from flux_minicluster.core import certificate, kubeversion, limits, plan
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core import certificate, kubeversion, layout, limits, plan
+from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.loading import load_file
 from flux_minicluster.core.render.manifests import render, to_json, to_yaml
 
@@ -34,6 +35,15 @@ EXIT_OK = 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output_dir and args.output == "json":
+        # The folder holds YAML files named NN-<kind>-<name>.yaml (its index knows no other).
+        raise SpecError(
+            Problem(
+                "--output",
+                "json goes to standard output only; --output-dir writes one YAML file per "
+                "object (kubectl apply -f DIR reads them): leave out -o json or -d DIR",
+            )
+        )
     if args.stack and args.file:
         raise SpecError("give a MiniCluster FILE or --stack, not both")
     if args.stack:
@@ -92,19 +102,22 @@ def render_file(
             if obj["kind"] != "Secret":
                 objects.append(obj)
             else:
-                print(_left_out(path, obj, curve=obj is rendering.curve_secret), file=sys.stderr)
+                curve = obj is rendering.curve_secret
+                print(_left_out(path, obj, curve=curve, cert=curve_cert), file=sys.stderr)
     return objects
 
 
-def _left_out(path: str, secret: dict[str, Any], *, curve: bool) -> str:
-    """What stderr says of a Secret ``--no-secret`` left out, and how to create it apart."""
+def _left_out(path: str, secret: dict[str, Any], *, curve: bool, cert: Path | None) -> str:
+    """What stderr says of a Secret ``--no-secret`` left out, and how to create it apart (from
+    ``cert``, the ``--curve-cert`` file; None: the spec's ``flux.curveCert`` is the certificate)."""
     meta = secret["metadata"]
     where = f"{meta['namespace']}/{meta['name']}"
     if curve:
+        source = shlex.quote(str(cert)) if cert else "<a file holding spec.flux.curveCert>"
         return (
             f"{path}: the curve Secret {where} is left out; create it apart: kubectl create "
             f"secret generic {meta['name']} -n {meta['namespace']} "
-            "--from-file=curve.cert=<the certificate file>"
+            f"--from-file={layout.CURVE_FILE}={source}"
         )
     keys = ", ".join(sorted(secret.get("stringData") or secret.get("data") or {}))
     return (
@@ -120,6 +133,14 @@ def emit(objects: list[dict[str, Any]], args: argparse.Namespace) -> int:
         for path in folders.write_folder(Path(args.output_dir), objects):
             print(path, file=sys.stderr)
         return EXIT_OK
+    if sys.stdout.isatty() and (secrets := [o for o in objects if o["kind"] == "Secret"]):
+        held = ", ".join(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in secrets)
+        print(
+            f"warning: the output holds Secret {held} in clear, the curve certificate's secret "
+            "key among them: redirect it to a private file, write a folder (-d DIR, its Secret "
+            "files readable by you only) or leave the Secrets out (--no-secret)",
+            file=sys.stderr,
+        )
     sys.stdout.write(to_json(objects) if args.output == "json" else to_yaml(objects))
     return EXIT_OK
 

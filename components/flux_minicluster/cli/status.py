@@ -5,6 +5,11 @@ output); this module only fetches the JSON. It runs ``kubectl get -o json``, so 
 kubeconfig can authenticate (exec plugins of the clouds' CLIs, tokens, certificates) works as it
 does for kubectl, and nothing reads Pulumi's state: a stack is only where to look (its config
 file's cluster, namespace and MiniCluster name).
+
+As with kubectl: without ``-n`` the namespace is the kube-context's (else ``default``), and
+every line says which one was read; a MiniCluster that is not there is exit 1 (``kubectl get``'s
+NotFound), not a status; ``-o json`` prints one document even when the cluster cannot be read
+(``problems``), for the CI step that parses it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,9 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
 
 WORKLOADS = "workloads.kueue.x-k8s.io"
+DEFAULT_NAMESPACE = "default"
+EXIT_NOT_FOUND = 1
+"""``kubectl get``'s exit code for an object that is not there."""
 
 
 class Kubectl:
@@ -40,6 +49,14 @@ class Kubectl:
         if context:
             self.base += ["--context", context]
 
+    def context_namespace(self) -> str:
+        """The namespace of the kube-context, as kubectl uses it without ``-n`` (else
+        ``default``, also when the kubeconfig cannot say: ``get`` then says why)."""
+        args = [*self.base, "config", "view", "--minify", "-o", "jsonpath={..namespace}"]
+        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        found = proc.stdout.strip() if proc.returncode == 0 else ""
+        return found or DEFAULT_NAMESPACE
+
     def get(self, namespace: str, *what: str) -> dict[str, Any] | None:
         """The object or list, or None when the object or its resource type does not exist."""
         args = [*self.base, "get", "-n", namespace, *what, "-o", "json", "--ignore-not-found"]
@@ -48,7 +65,12 @@ class Kubectl:
             if "the server doesn't have a resource type" in proc.stderr:
                 return None
             said = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-            raise SpecError(Problem("kubectl", f"`kubectl get {' '.join(what)}`: {said[0]}"))
+            raise SpecError(
+                Problem(
+                    "kubectl",
+                    f"`kubectl get -n {namespace} {' '.join(what)}`: {said[0]}",
+                )
+            )
         text = proc.stdout.strip()
         return dict(json.loads(text)) if text else None
 
@@ -93,11 +115,27 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.name:
             raise SpecError("give the MiniCluster's NAME (with -n NAMESPACE) or --stack STACK")
-        name, namespace = args.name, args.namespace or "default"
+        name, namespace = args.name, args.namespace
         kubeconfig, context = args.kubeconfig, args.context
-    found = read(Kubectl(kubeconfig, context), name, namespace)
+    try:  # kubectl missing, the context unreadable or the cluster unreachable
+        kubectl = Kubectl(kubeconfig, context)
+        namespace = namespace or kubectl.context_namespace()
+        found = read(kubectl, name, namespace)
+    except SpecError as err:
+        if args.output == "json":  # one document whatever happens, as validate and check
+            problems = [{"path": p.path, "message": p.message} for p in err.problems]
+            print(json.dumps({"name": name, "namespace": namespace, "problems": problems}))
+        raise
     if args.output == "json":
         print(json.dumps(found.to_json(), indent=2, sort_keys=True))
     else:
         print("\n".join(found.lines()))
+    if not found.created:
+        whose = "" if args.namespace or args.stack else ", the kube-context's (-n for another)"
+        print(
+            f"minicluster: MiniCluster {name!r} not found: no Job of that name in namespace "
+            f"{namespace!r}{whose}",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_FOUND
     return 0

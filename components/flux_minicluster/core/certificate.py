@@ -233,8 +233,9 @@ def parse(text: str) -> CurveCertificate:
                     'a key = "value" line must be indented with a space or tab, under a '
                     "'metadata' or 'curve' section line",
                 )
-            # Inside the curve section the stray text may be a pasted key: never echo it.
-            shown = "this line" if section == "curve" else repr(stripped[:40])
+            # Inside the curve section, or before any section (a bare key pasted as the whole
+            # certificate), the stray text may be a key: never echo it.
+            shown = repr(stripped[:40]) if section == "metadata" else "this line"
             raise _fail(
                 lineno,
                 f"{shown} is not a section: only 'metadata' and 'curve' start at column 0",

@@ -28,6 +28,7 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render import broker
 from flux_minicluster.core.spec import BurstedCluster, FluxBroker
 from flux_minicluster.core.validation import burst_membership_problem
+from flux_minicluster.deploy.component.usererror import in_apply
 
 __all__ = ["BurstClusterArgs", "BurstGroupArgs", "resolve"]
 
@@ -63,7 +64,10 @@ def resolve(
 
     def values(resolved: list[Any]) -> dict[str, str]:
         lead_address, raw = resolved
-        lead, clusters = _parse(raw, plan)
+        try:
+            lead, clusters = _parse(raw, plan)
+        except SpecError as err:  # said by `pulumi up` as its lines, without a traceback
+            raise in_apply(err) from err
         return broker.rank_order_values(
             plan, lead.model_copy(update={"address": lead_address}), clusters
         )

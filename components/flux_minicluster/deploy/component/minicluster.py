@@ -60,6 +60,7 @@ from flux_minicluster.deploy.component.keygen import (
     settings_from_args,
 )
 from flux_minicluster.deploy.component.published import OUTPUTS, MiniClusterOutputs
+from flux_minicluster.deploy.component.usererror import as_run_error
 
 __all__ = [
     "JOB_IGNORE_CHANGES",
@@ -180,7 +181,10 @@ class MiniCluster(MiniClusterOutputs):
         args: MiniClusterArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        prepared = prepare(resource_name, args)  # raises before anything is registered
+        try:  # raises before anything is registered
+            prepared = prepare(resource_name, args)
+        except SpecError as err:  # printed by `pulumi up` as its lines, without a traceback
+            raise as_run_error(err) from None
         super().__init__(TYPE, resource_name, {}, opts)
         self.plan = prepared.plan
         self.rendering = prepared.rendering

@@ -7,7 +7,8 @@ replaced, so the structure of each object stays exactly what the renderer produc
 
 The certificate is checked here, in an ``apply``, because it may only become known at deploy time
 (a keygen Command's stdout, another stack's output): a text Flux would refuse fails the
-deployment with the source named, instead of reaching brokers that would never connect.
+deployment with the source named, instead of reaching brokers that would never connect. Such a
+failure is an ``ApplyError`` (``usererror``), which ``pulumi up`` prints without a traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pulumi
 
 from flux_minicluster.core import certificate as certificates
 from flux_minicluster.core import names
+from flux_minicluster.deploy.component.usererror import ApplyError
 
 __all__ = [
     "check_lead_address",
@@ -70,7 +72,7 @@ def checked_certificate(text: pulumi.Input[str | None], source: str) -> pulumi.O
 
     def check(value: str | None) -> str:
         if not isinstance(value, str) or not value.strip():
-            raise certificates.CertificateError(
+            raise ApplyError(
                 f"the curve certificate from {source} is empty: it printed no certificate. "
                 "Under Pulumi's mocks (pulumi.runtime.set_mocks) nothing runs a Command: use "
                 "flux_minicluster.testing.MiniClusterMocks, which answers it, or pass curve_cert"
@@ -79,7 +81,7 @@ def checked_certificate(text: pulumi.Input[str | None], source: str) -> pulumi.O
         try:
             certificates.parse(normalized)
         except certificates.CertificateError as err:
-            raise certificates.CertificateError(
+            raise ApplyError(
                 f"the curve certificate from {source} is not one Flux accepts: {err}"
             ) from None
         return normalized
@@ -99,10 +101,10 @@ def check_lead_address(address: pulumi.Input[str], source: str) -> pulumi.Output
 
     def check(value: str | None) -> str:
         if not isinstance(value, str):
-            raise ValueError(f"{source}: the lead broker address must be a string, got {value!r}")
+            raise ApplyError(f"{source}: the lead broker address must be a string, got {value!r}")
         problem = lead_address_problem(value)
         if problem:
-            raise ValueError(f"{source}: the lead broker address {problem}")
+            raise ApplyError(f"{source}: the lead broker address {problem}")
         return value.strip()
 
     return pulumi.Output.from_input(address).apply(check)

@@ -27,6 +27,7 @@ from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render.manifests import lead_service
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.component.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
+from flux_minicluster.deploy.component.usererror import as_run_error, in_apply
 from flux_minicluster.deploy.offline import sdkinternals
 from flux_minicluster.deploy.stack import stackconfig
 from flux_minicluster.deploy.stack.stackconfig import PROJECT, StackConfig
@@ -58,7 +59,16 @@ def make_provider(config: StackConfig) -> k8s.Provider:
 
 
 def main(project_root: Path | None = None) -> None:
-    root = project_root or Path(pulumi.get_root_directory() or os.getcwd())
+    """The program of ``project_root`` (default: the project's root directory). A mistake in the
+    stack's config or spec is raised as a ``pulumi.RunError`` (``usererror``): ``pulumi up``
+    prints its lines, naming the config key, and no traceback."""
+    try:
+        _program(project_root or Path(pulumi.get_root_directory() or os.getcwd()))
+    except SpecError as err:
+        raise as_run_error(err) from None
+
+
+def _program(root: Path) -> None:
     config = read_config()
     definition = config.definition(root)
     provider = make_provider(config)
@@ -91,8 +101,8 @@ def main(project_root: Path | None = None) -> None:
     child_opts = pulumi.ResourceOptions(provider=provider, depends_on=depends)
 
     extra: MiniClusterArgs = {}
-    if config.curve_cert is not None:
-        extra = {"curve_cert": pulumi.Output.secret(config.curve_cert)}
+    if (curve_cert := config.checked_curve_cert()) is not None:
+        extra = {"curve_cert": pulumi.Output.secret(curve_cert)}
     if root_outputs is not None and gate is not None:
         extra = {
             "curve_cert": root_outputs[so.CURVE_CERT],
@@ -122,7 +132,10 @@ def _checked_group(
     def check(values: list[Any]) -> BurstGroupArgs:
         lead_name, lead_size, lead_port, clusters = values
         declared = [dict(c) for c in clusters or []]
-        stackconfig.validate_burst_membership(mc.name, mc.spec.max_size, declared, root_stack)
+        try:
+            stackconfig.validate_burst_membership(mc.name, mc.spec.max_size, declared, root_stack)
+        except SpecError as err:
+            raise in_apply(err) from err
         return {
             "lead_name": str(lead_name),
             "lead_size": int(lead_size),

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import documents, kubeversion
+from flux_minicluster.core import certificate, documents, kubeversion
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
@@ -36,6 +36,7 @@ from flux_minicluster.core.spec import BurstedCluster, MiniClusterSpec
 from flux_minicluster.core.validation import burst_membership_problem, translate_errors
 from flux_minicluster.deploy.component.awaiting import Wait
 from flux_minicluster.deploy.component.keygen import ContainerRuntime, Strategy
+from flux_minicluster.deploy.component.outputs import normalize_certificate
 
 PROJECT = "flux-minicluster"
 
@@ -171,6 +172,22 @@ class StackConfig(ConfigModel):
     # A certificate from your secret store instead of the keygen Command's:
     # `pulumi config set --secret flux-minicluster:curveCert -- "$(cat curve.cert)"`.
     curve_cert: str | None = None
+
+    def checked_curve_cert(self) -> str | None:
+        """``curveCert`` once Flux's rules accept it (``core.certificate``), else a problem at
+        the key. The program checks it before handing it on as a secret Output, which the
+        component could only check inside an apply, where a refusal reads as an internal error.
+        (Not a model validator: offline, a ``secure:`` value is a stand-in that is no
+        certificate.)"""
+        if self.curve_cert is None:
+            return None
+        try:
+            certificate.parse(normalize_certificate(self.curve_cert))
+        except certificate.CertificateError as err:  # its messages never quote a key
+            raise SpecError(
+                Problem(f"{PROJECT}:curveCert", f"not a certificate Flux accepts: {err}")
+            ) from None
+        return self.curve_cert
 
     def load_spec(self, root: Path) -> dict[str, Any]:
         """The MiniCluster document (inline or from ``file``, relative to the project)."""

@@ -35,6 +35,7 @@ from flux_minicluster.core import hostlist as hostlists
 from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.render import manifests
+from flux_minicluster.deploy.component.usererror import ApplyError
 from flux_minicluster.deploy.offline.recorder import (
     COMMAND_TYPE,
     CommandStdout,
@@ -236,17 +237,24 @@ def _printing_kept(kept: KeptCertificate, stack: str) -> Callable[[MockResourceA
     return lambda _: kept(stack).removesuffix("\n")  # as pulumi-command prints it
 
 
+Progress = Callable[[str], object]
+"""Told each stack's name as its rendering starts: a stack can take seconds (the keygen runs)."""
+
+
 def render_with_roots(
     project: Project,
     stacks: Iterable[str],
     *,
     curve_cert: str | None = None,
     kept: KeptCertificate | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, StackRendering]:
     """Every stack asked for and the root each burst reads, rendered roots first: the root's
     outputs stand in for the burst's StackReference."""
     rendered: dict[str, StackRendering] = {}
     for stack in order_stacks(project, stacks):
+        if progress is not None:
+            progress(stack)
         rendered[stack] = render_stack(project, stack, rendered, curve_cert=curve_cert, kept=kept)
     return rendered
 
@@ -257,11 +265,14 @@ def render_stacks(
     *,
     curve_cert: str | None = None,
     kept: KeptCertificate | None = None,
+    progress: Progress | None = None,
 ) -> list[StackRendering]:
     """The stacks in the order asked for (rendered roots first); a burst's root is rendered too
     when it was not asked for, to be read."""
     wanted = list(dict.fromkeys(stacks))
-    rendered = render_with_roots(project, wanted, curve_cert=curve_cert, kept=kept)
+    rendered = render_with_roots(
+        project, wanted, curve_cert=curve_cert, kept=kept, progress=progress
+    )
     extra = [s for s in rendered if s not in wanted]
     out = [rendered[s] for s in wanted]
     for rendering in out:
@@ -353,6 +364,8 @@ def _spec_error(err: BaseException) -> SpecError | None:
     while cause is not None and id(cause) not in seen:
         if isinstance(cause, SpecError):
             return cause
+        if isinstance(cause, ApplyError) and cause.spec_error is not None:
+            return cause.spec_error
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return None
