@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import stat
 import subprocess
@@ -216,6 +217,18 @@ _COMMON_ROOTS = (
 def _write_executable(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(0o755)
+
+
+def signals_as_a_container_has_them() -> None:
+    """For ``preexec_fn``: SIGINT and SIGQUIT back to their default actions in the child.
+
+    A container's entrypoint starts with every signal at its default; a test run started in the
+    background by a non-interactive shell (a CI runner, ``nohup ... &``) has SIGINT and SIGQUIT
+    ignored, which the child would inherit, and bash cannot trap a signal ignored on entry. The
+    scripts are tested as the container runs them, whatever started pytest.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @dataclass
@@ -431,6 +444,7 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=signals_as_a_container_has_them,
         )
 
     def flux_calls(self) -> list[list[str]]:

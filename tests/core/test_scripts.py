@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one, spec_files
-from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox
+from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox, signals_as_a_container_has_them
 
 from flux_minicluster.core import layout, templating
 from flux_minicluster.core import plan as plans
@@ -1432,7 +1432,12 @@ def test_sigint_stops_what_the_script_started_in_the_background(tmp_path: Path) 
     user's daemon): after passing SIGINT on, the entrypoint sends SIGTERM, so that a container
     stopped with SIGINT (an image's STOPSIGNAL) does not wait for them until it is killed."""
     script = _forwarding(tmp_path, "/bin/sleep 60 &\nwait $!")
-    proc = subprocess.Popen(["/bin/bash", str(script)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        ["/bin/bash", str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=signals_as_a_container_has_them,
+    )
     try:
         time.sleep(0.5)
         began = time.monotonic()

@@ -24,6 +24,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from scriptharness import signals_as_a_container_has_them
 
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout
@@ -351,6 +352,7 @@ def test_an_interrupted_keygen_removes_its_one_off_pod_or_container(
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=signals_as_a_container_has_them,  # as a terminal's Ctrl-C finds them
     )
     try:
         deadline = time.monotonic() + 30
