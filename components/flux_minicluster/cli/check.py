@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import curvecerts
-from flux_minicluster.cli.notices import warn
+from flux_minicluster.cli.notices import internal_error, problem_records, warn
 from flux_minicluster.core import plan
 from flux_minicluster.core import stackoutputs as so
 from flux_minicluster.core.errors import Problem, SpecError
@@ -53,10 +53,8 @@ def _problems(err: Exception) -> list[dict[str, str]]:
     """``-o json``'s problems for an error: a SpecError's own, else the internal error as one
     (the command still fails, exit 70, with the same line on stderr)."""
     if isinstance(err, SpecError):
-        return [
-            {"file": err.source or "", "path": p.path, "message": p.message} for p in err.reported()
-        ]
-    return [{"file": "", "path": "", "message": f"internal error: {type(err).__name__}: {err}"}]
+        return problem_records(err, "")
+    return [{"file": "", "path": "", "message": internal_error(err)}]
 
 
 def _report(args: argparse.Namespace) -> checker.Report:
@@ -89,7 +87,7 @@ def _report(args: argparse.Namespace) -> checker.Report:
             )
         )
     if args.stack:
-        manifests += _render_stacks(args.stack, given)
+        manifests += _render_stacks(args.stack, certificates)
     report = checker.check(manifests, config, applied_as_is=as_is)
     skipped = [r.id for r in ALL_RULES if r.engine_only and r.id in report.policies]
     if as_is and skipped:
@@ -123,15 +121,16 @@ def _objects(
     return registered.objects(), True
 
 
-def _render_stacks(stacks: list[str], curve_cert: Path | None) -> list[Any]:
+def _render_stacks(stacks: list[str], certificates: curvecerts.Certificates) -> list[Any]:
     """The stacks' objects, rendered offline; a burst's root is rendered with it (not checked
     unless asked for) and stands in, through its outputs, for the burst's StackReference.
-    ``curve_cert`` stands for the stacks' ``curveCert``, as with ``render --stack``."""
+    ``--curve-cert`` (``certificates.given``) stands for the stacks' ``curveCert``, as with
+    ``render --stack``."""
     from flux_minicluster.deploy.stack import project, stackrender
 
     wanted = set(stacks)
     out: list[Any] = []
-    text = None if curve_cert is None else curvecerts.Certificates(curve_cert, keep=False).read()
+    text = None if certificates.given is None else certificates.read()
     rendered = stackrender.render_with_roots(project.find(), stacks, curve_cert=text)
     for stack, rendering in rendered.items():
         if stack not in wanted:

@@ -69,8 +69,7 @@ def stack_keeper(project: str) -> Callable[[str], str]:
 
     def kept(stack: str) -> str:
         path = state_dir() / "curve" / "stacks" / project / f"{stack}.cert"
-        made = not path.exists()
-        text = _load_or_keep(path, project, f"{project}-0")
+        text, made = _load_or_keep(path, project, f"{project}-0")
         if made:
             print(
                 f"stack {stack}: made a new CURVE certificate for its keygen Command and kept it "
@@ -83,8 +82,9 @@ def stack_keeper(project: str) -> Callable[[str], str]:
     return kept
 
 
-def _load_or_keep(path: Path, name: str, hostname: str) -> str:
-    """The certificate kept in ``path``, made there first when there is none."""
+def _load_or_keep(path: Path, name: str, hostname: str) -> tuple[str, bool]:
+    """The certificate kept in ``path``, made there first when there is none; and whether this
+    call made it (another render may have made it a moment before)."""
     try:
         _private_folder(path.parent)
     except OSError as err:
@@ -96,7 +96,7 @@ def _load_or_keep(path: Path, name: str, hostname: str) -> str:
             ),
             source=str(err.filename or path.parent),
         ) from None
-    return folders.load_or_create_certificate(path, name, hostname)[0]
+    return folders.load_or_create_certificate(path, name, hostname)
 
 
 def _private_folder(path: Path) -> None:
@@ -141,10 +141,9 @@ class Certificates:
         if self.keep and (message := mc.mounted_certificate_problem("--curve-cert FILE")):
             raise SpecError(f"{source}: {message}")
         path = kept_path(mc)
+        kept_origin = f"the CURVE certificate kept in {path} is used (delete it for a new one)"
         if path.exists():
-            kept = folders.read_certificate(path)
-            origin = f"the CURVE certificate kept in {path} is used (delete it for a new one)"
-            return Chosen(kept, origin, True)
+            return Chosen(folders.read_certificate(path), kept_origin, True)
         if not self.keep:
             key = (mc.namespace, _group(mc))
             if key not in self._run:
@@ -152,7 +151,9 @@ class Certificates:
                 self._run[key] = certificate.render(made)
             origin = f"a CURVE certificate made for this check is used ({path} holds none)"
             return Chosen(self._run[key], origin, True)
-        text = _load_or_keep(path, _group(mc), mc.names.lead_host)
+        text, created = _load_or_keep(path, _group(mc), mc.names.lead_host)
+        if not created:  # another render made it since the look above
+            return Chosen(text, kept_origin, True)
         public = certificate.public_key_in(text)
         origin = (
             f"made a new CURVE certificate (public key {public}) and kept it in {path} (mode "

@@ -46,7 +46,7 @@ def _report_format(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from flux_minicluster.cli.notices import warn
+    from flux_minicluster.cli.notices import problem_records, warn
     from flux_minicluster.core import plan
     from flux_minicluster.core.documents import source_name
     from flux_minicluster.core.loading import load_file
@@ -71,10 +71,7 @@ def _validate(args: argparse.Namespace) -> int:
                     print(f"{path}: ok {built.summary()}")
         except SpecError as err:
             _print_problems(err)
-            problems += [
-                {"file": err.source or path, "path": p.path, "message": p.message}
-                for p in err.reported()
-            ]
+            problems += problem_records(err, path)
             status = EXIT_INVALID
     if args.output == "json":
         print(json.dumps({"valid": not problems, "miniclusters": found, "problems": problems}))
@@ -347,7 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # never a traceback for a user; say what broke, in one line
-        print(f"minicluster: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        from flux_minicluster.cli.notices import internal_error
+
+        print(f"minicluster: {internal_error(err)}", file=sys.stderr)
         return 70
 
 

@@ -1,4 +1,5 @@
-"""What every command says on stderr about a MiniCluster it accepted: its warnings.
+"""What every command says of its input: a MiniCluster's warnings on stderr, and the problems
+of a refused input as ``-o json`` lists them (one shape for validate, check and status).
 
 A v1alpha1 document's unknown fields (the operator's API server dropped them silently) and fields
 that do nothing without the operator are warnings, not errors. ``validate``, ``render`` and
@@ -10,9 +11,22 @@ from __future__ import annotations
 import sys
 
 from flux_minicluster.core.definition import MiniClusterDefinition
+from flux_minicluster.core.errors import SpecError
 
 
 def warn(source: str, definition: MiniClusterDefinition) -> None:
     """``SOURCE: warning: field.path: message`` on stderr for each warning of ``definition``."""
     for problem in definition.warnings:
         print(f"{source}: warning: {problem}", file=sys.stderr)
+
+
+def problem_records(err: SpecError, file: str | None = None) -> list[dict[str, str]]:
+    """The problems ``-o json`` lists for ``err``, as many as its text shows; with ``file``, each
+    names its input (the error's own source first, else ``file``)."""
+    where = {} if file is None else {"file": err.source or file}
+    return [{**where, "path": p.path, "message": p.message} for p in err.reported()]
+
+
+def internal_error(err: BaseException) -> str:
+    """The one line a bug of ours is said in (never a traceback): its type and message."""
+    return f"internal error: {type(err).__name__}: {err}"

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from flux_minicluster.cli.notices import problem_records
 from flux_minicluster.core import status
 from flux_minicluster.core.errors import Problem, SpecError
 from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         found = read(kubectl, name, namespace)
     except SpecError as err:
         if args.output == "json":  # one document whatever happens, as validate and check
-            problems = [{"path": p.path, "message": p.message} for p in err.problems]
+            problems = problem_records(err)
             print(json.dumps({"name": name, "namespace": namespace, "problems": problems}))
         raise
     if args.output == "json":

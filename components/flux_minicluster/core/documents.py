@@ -73,8 +73,6 @@ def read_bytes(path: str | Path, limit: int = yamlio.MAX_BYTES) -> bytes:
                 data = handle.read(limit + 1)
     except FileNotFoundError:
         raise SpecError(Problem("", "no such file"), source=source) from None
-    except IsADirectoryError:
-        raise SpecError(Problem("", "is a directory, not a file"), source=source) from None
     except OSError as err:
         raise SpecError(Problem("", f"cannot read: {err.strerror}"), source=source) from None
     if len(data) > limit:
@@ -91,7 +89,7 @@ _NOT_REGULAR: Final = (
 
 
 def _regular(mode: int, source: str) -> None:
-    """Refuse what is not a regular file (a folder is said apart, as ``IsADirectoryError``)."""
+    """Refuse what is not a regular file; a folder is said apart."""
     if stat.S_ISDIR(mode):
         raise SpecError(Problem("", "is a directory, not a file"), source=source)
     if not stat.S_ISREG(mode):

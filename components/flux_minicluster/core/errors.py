@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # Problems shown (printed, or listed in a JSON report) before "and N more problems".
 MAX_REPORTED = 100
@@ -23,6 +24,23 @@ def key_path(path: str, key: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", key):
         return f"{path}.{key}" if path else key
     return f"{path}[{key!r}]"
+
+
+def format_path(prefix: str, loc: Iterable[int | str]) -> str:
+    """``spec`` + ``("containers", 0, "name")`` -> ``spec.containers[0].name``."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = key_path(out, part)
+    return out
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """A value for a message, cut short: the input may be huge (a whole line, expanded aliases)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True, order=True)

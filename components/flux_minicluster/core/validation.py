@@ -28,7 +28,14 @@ from flux_minicluster.core import (
     podrules,
 )
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import MAX_REPORTED, Problem, key_path, unknown_key
+from flux_minicluster.core.errors import (
+    MAX_REPORTED,
+    Problem,
+    format_path,
+    key_path,
+    short_repr,
+    unknown_key,
+)
 from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.limits import (
     INT32_MAX,
@@ -98,17 +105,6 @@ _RESERVED_PATHS = (
 # --- pydantic errors -> problems -------------------------------------------------------------
 
 
-def format_path(prefix: str, loc: Iterable[int | str]) -> str:
-    """``spec`` + ``("containers", 0, "name")`` -> ``spec.containers[0].name``."""
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out = key_path(out, part)
-    return out
-
-
 def translate_errors(
     err: ValidationError, prefix: str, root: type[BaseModel] | None
 ) -> list[Problem]:
@@ -134,7 +130,8 @@ def translate_errors(
             problems[Problem(path, _MESSAGES[kind])] = None
         elif kind == "literal_error":
             expected = e.get("ctx", {}).get("expected", "")
-            problems[Problem(path, f"must be one of {expected}, got {_short(e['input'])}")] = None
+            got = short_repr(e["input"])
+            problems[Problem(path, f"must be one of {expected}, got {got}")] = None
         elif kind in ("greater_than_equal", "less_than_equal"):
             problems[Problem(path, e["msg"].replace("Input should be", "must be"))] = None
         elif kind == "value_error":
@@ -197,12 +194,6 @@ def _child(annotation: Any, part: int | str) -> Any:
         field = next((f for n, f in annotation.model_fields.items() if part in (n, f.alias)), None)
         return None if field is None else field.annotation
     return None
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    """A value for a message, cut short: the input may be huge (YAML aliases expand)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _model_at(root: type[BaseModel] | None, loc: list[int | str]) -> type[BaseModel] | None:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import yaml
 
-from flux_minicluster.core.errors import Problem, SpecError, key_path
+from flux_minicluster.core.errors import Problem, SpecError, format_path, short_repr
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_ALIASES = 200
@@ -87,7 +87,7 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
             raise yaml.constructor.ConstructorError(
                 None,
                 None,
-                f"cannot read {_short(node.value)} as a {_tag(node.tag)}",
+                f"cannot read {short_repr(node.value, 40)} as a {_tag(node.tag)}",
                 node.start_mark,
             ) from None
 
@@ -192,7 +192,7 @@ def _field(open_collections: list[_Open], event: Any) -> str:
     """The field path of the node ``event`` starts (a key's is its mapping's)."""
     is_key = bool(open_collections) and open_collections[-1].enter(event)
     keys = [c.at for c in (open_collections[:-1] if is_key else open_collections)]
-    return _path(keys)
+    return format_path("", keys)
 
 
 def _tag_problem(loader: Any, event: Any) -> str | None:
@@ -207,19 +207,13 @@ def _tag_problem(loader: Any, event: Any) -> str | None:
     if scalar and tag != _TAG + "str":
         read_as = loader.resolve(yaml.ScalarNode, event.value, (True, False))
         if read_as != tag:
-            return f"{_short(event.value)} is not a {_tag(tag)}"
+            return f"{short_repr(event.value, 40)} is not a {_tag(tag)}"
     return None
 
 
 def _tag(tag: str) -> str:
     """A tag as it is written: ``!!int`` for ``tag:yaml.org,2002:int``."""
     return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    """A literal for a message, cut short (it may be a whole line of the file)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def decode(data: bytes, source: str) -> str:
@@ -304,7 +298,7 @@ def shape_problem(value: Any) -> Problem | None:
             on_path.discard(id(node))
             size = sizes[id(node)] = totals.pop()
             if size > MAX_EXPANDED_NODES:
-                where = _path([k for _, k, _ in stack[1:]] + ([at] if stack else []))
+                where = format_path("", [k for _, k, _ in stack[1:]] + ([at] if stack else []))
                 return Problem(
                     where,
                     f"holds more than {MAX_EXPANDED_NODES} values (an alias counted at each use)",
@@ -317,14 +311,14 @@ def shape_problem(value: Any) -> Problem | None:
             totals[-1] += 1
         elif id(child) in on_path:
             return Problem(
-                _path([k for _, k, _ in stack[1:]] + [key]),
+                format_path("", [k for _, k, _ in stack[1:]] + [key]),
                 "holds itself (a value inside itself, a cycle)",
             )
         elif id(child) in sizes:
             totals[-1] += sizes[id(child)]
         elif len(stack) >= MAX_DEPTH:
             return Problem(
-                _path([k for _, k, _ in stack[1:]] + [key]),
+                format_path("", [k for _, k, _ in stack[1:]] + [key]),
                 f"nested deeper than {MAX_DEPTH} levels",
             )
         else:
@@ -338,14 +332,6 @@ def _children(value: Any) -> Iterator[tuple[str | int, Any]]:
     if isinstance(value, Mapping):
         return ((str(k), v) for k, v in value.items())
     return enumerate(value)
-
-
-def _path(keys: list[str | int]) -> str:
-    """Keys from the root as a field path: ``spec.containers[0]``."""
-    out = ""
-    for key in keys:
-        out = f"{out}[{key}]" if isinstance(key, int) else key_path(out, key)
-    return out
 
 
 def _yaml_message(err: yaml.YAMLError) -> str:
