@@ -59,12 +59,15 @@ scanner: $(CHECKOV) $(KUBE_SCORE)
 test: lint typecheck contracts unit
 
 # FUZZ_EXAMPLES per property (10,000 by default), in two shards of half as many with seeds of
-# their own, one per core: each property meets FUZZ_EXAMPLES random inputs in all.
+# their own, one per core: each property meets FUZZ_EXAMPLES random inputs in all. FUZZ_ONLY
+# picks properties by pytest's -k (`make fuzz FUZZ_ONLY=attacked FUZZ_EXAMPLES=100000`).
 FUZZ_EXAMPLES ?= 10000
+FUZZ_ONLY ?=
+FUZZ_RUN = HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider $(if $(FUZZ_ONLY),-k '$(FUZZ_ONLY)') tests/core/test_fuzz.py
 fuzz: $(STAMP)
 	@half=$$(( ($(FUZZ_EXAMPLES) + 1) / 2 )); \
-	  FUZZ_EXAMPLES=$$half HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/core/test_fuzz.py & one=$$!; \
-	  FUZZ_EXAMPLES=$$half HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/core/test_fuzz.py & two=$$!; \
+	  FUZZ_EXAMPLES=$$half $(FUZZ_RUN) & one=$$!; \
+	  FUZZ_EXAMPLES=$$half $(FUZZ_RUN) & two=$$!; \
 	  wait $$one; first=$$?; wait $$two; second=$$?; \
 	  test $$first = 0 && test $$second = 0
 

@@ -984,7 +984,7 @@ def _attack(draw: st.DrawFn, doc: Json, *, kinds: tuple[str, ...]) -> Json:
         return doc
     if kind == "many-keys":
         target = get_at(doc, draw(st.sampled_from([p for p in containers if p != ()] or [()])))
-        count = draw(st.sampled_from([10, 1_000, 9_000, 25_000]))
+        count = draw(_sizes(small=(1, 10, 100), large=(1_000, 9_000, 25_000)))
         if isinstance(target, dict):
             target.update({f"k{i}": i for i in range(count)})
         else:
@@ -994,9 +994,12 @@ def _attack(draw: st.DrawFn, doc: Json, *, kinds: tuple[str, ...]) -> Json:
         return doc
     path = draw(st.sampled_from(paths))
     if kind == "alias":  # the same value again elsewhere: an anchor and an alias
-        # inside itself (a cycle) only as the last attack: no walk of the tree ends after it
-        places = [p for p in paths if "cycle" in kinds or p[: len(path)] != path]
-        return _set(doc, draw(st.sampled_from(places)), get_at(doc, path)) if places else doc
+        # inside itself (a cycle) only as the last attack: no walk of the tree ends after it.
+        # Inside is by identity, not by path: an earlier alias makes one value reachable by two.
+        value = get_at(doc, path)
+        held = {id(get_at(value, p)) for p in paths_of(value)}
+        places = [p for p in paths if "cycle" in kinds or id(get_at(doc, p[:-1])) not in held]
+        return _set(doc, draw(st.sampled_from(places)), value) if places else doc
     if kind == "cycle":  # a collection holding itself
         where = draw(st.sampled_from(containers))
         target = get_at(doc, where)
@@ -1008,11 +1011,21 @@ def _attack(draw: st.DrawFn, doc: Json, *, kinds: tuple[str, ...]) -> Json:
     if kind == "tag":
         text = draw(st.sampled_from(TAG_LITERALS) | hostile_text())
         return _set(doc, path, Tagged(draw(st.sampled_from(TAGS)), text))
-    depth = draw(st.sampled_from([63, 64, 65, 200, 5_000]))
+    depth = draw(_sizes(small=(2, 63, 64, 65), large=(200, 5_000)))
+    # one draw for the shape of every level (a list or a map, by the bits of `shape`): a draw
+    # per level made hypothesis's own bookkeeping most of an input's cost
+    shape = draw(st.integers(0, 2**16 - 1))
     value = get_at(doc, path)
-    for _ in range(depth):
-        value = draw(st.sampled_from([[value], {"a": value}]))
+    for level in range(depth):
+        value = {"a": value} if shape >> (level % 16) & 1 else [value]
     return _set(doc, path, value)
+
+
+def _sizes(*, small: tuple[int, ...], large: tuple[int, ...]) -> st.SearchStrategy[int]:
+    """A size, large one time in a hundred: most inputs stay cheap enough for `make fuzz` to
+    try 100,000 of them within half an hour on two cores, and the large ones still come by the
+    thousand."""
+    return st.integers(0, 99).flatmap(lambda roll: st.sampled_from(large if roll == 0 else small))
 
 
 @dataclass(frozen=True)

@@ -329,8 +329,8 @@ def test_an_attacked_example_is_a_spec_error_or_renders_in_bounded_time(
 def _cpu(run: Callable[[], None]) -> float:
     """The CPU ``run`` takes, without the garbage collector: its full passes walk every object
     hypothesis keeps (thousands of generated documents), which a `minicluster` process does
-    not have; they made one input of 124 kB take 2 s here and 0.5 s on its own."""
-    gc.collect()
+    not have; they made one input of 124 kB take 2 s here and 0.5 s on its own. (Collecting
+    first, for a clean start, cost more than the input itself once hypothesis held thousands.)"""
     gc.disable()
     try:
         start = time.process_time()
@@ -341,17 +341,17 @@ def _cpu(run: Callable[[], None]) -> float:
 
 
 def _load_and_render(attacked: Attacked) -> None:
-    """The attacked example from YAML and as plain values: a SpecError of at most 101 lines,
-    or definitions that render."""
+    """The attacked example from YAML and as plain values: a SpecError of at most 101 lines
+    (from loading, or from the plan, which reads the annotations), or definitions that
+    render."""
     for load in (lambda: load_text(attacked.text, source="fuzz.yaml"), lambda: [_parse(attacked)]):
         try:
-            definitions = load()
+            for mc in load():
+                render(plans.build(mc)).objects()
         except SpecError as err:
             error: SpecError | None = err
         else:
             error = None
-            for mc in definitions:
-                render(plans.build(mc)).objects()
         if error is not None:
             assert error.problems, "a SpecError names at least one problem"
             assert all(line.strip() for line in error.lines())

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flux_minicluster.core import kubeversion
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.errors import SpecError, bounded
 from flux_minicluster.version import __version__
 
 EXIT_OK = 0
@@ -88,7 +88,10 @@ def _validated(path: str, mc: Any) -> dict[str, Any]:
         "maxSize": mc.spec.max_size,
         "containers": len(mc.spec.containers),
         "summary": mc.summary(),
-        "warnings": [{"path": w.path, "message": w.message} for w in mc.definition.warnings],
+        "warnings": [
+            {"path": w.path, "message": w.message}
+            for w in bounded(list(mc.definition.warnings), "warnings")
+        ],
     }
 
 

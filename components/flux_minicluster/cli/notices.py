@@ -11,12 +11,13 @@ from __future__ import annotations
 import sys
 
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.errors import SpecError, bounded
 
 
 def warn(source: str, definition: MiniClusterDefinition) -> None:
-    """``SOURCE: warning: field.path: message`` on stderr for each warning of ``definition``."""
-    for problem in definition.warnings:
+    """``SOURCE: warning: field.path: message`` on stderr for each warning of ``definition``
+    (the first ``MAX_REPORTED``, then how many more)."""
+    for problem in bounded(list(definition.warnings), "warnings"):
         print(f"{source}: warning: {problem}", file=sys.stderr)
 
 

@@ -63,6 +63,15 @@ class Problem:
         return self
 
 
+def bounded(problems: list[Problem], noun: str = "problems") -> list[Problem]:
+    """The first ``MAX_REPORTED`` of ``problems``, then one saying how many more ``noun``
+    there are: what every surface shows of an error's problems or a definition's warnings."""
+    more = len(problems) - MAX_REPORTED
+    if more <= 0:
+        return problems
+    return [*problems[:MAX_REPORTED], Problem("", f"and {more} more {noun}")]
+
+
 class SpecError(ValueError):
     """A MiniCluster spec (or a stack config, or a file) that must not be deployed."""
 
@@ -78,10 +87,7 @@ class SpecError(ValueError):
 
     def reported(self) -> list[Problem]:
         """The problems to show: the first ``MAX_REPORTED``, then one saying how many more."""
-        more = len(self.problems) - MAX_REPORTED
-        if more <= 0:
-            return self.problems
-        return [*self.problems[:MAX_REPORTED], Problem("", f"and {more} more problems")]
+        return bounded(self.problems)
 
     def _text(self) -> str:
         prefix = f"{self.source}: " if self.source else ""

@@ -25,7 +25,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel, to_snake
 
-from flux_minicluster.core.errors import Problem, key_path, unknown_key
+from flux_minicluster.core.errors import MAX_REPORTED, Problem, key_path, unknown_key
 from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT
 
 __all__ = ["DEFAULT_HEADLESS_NAME", "Conversion", "convert"]
@@ -335,13 +335,17 @@ def _fields(model: BaseModel) -> dict[str, Any]:
 
 
 def _unknown(model: BaseModel, path: str) -> Iterator[Problem]:
-    """Warnings for fields the v1alpha1 schema does not have (its API server pruned them)."""
-    for key in model.model_extra or {}:
-        known = [f.alias or n for n, f in type(model).model_fields.items()]
+    """Warnings for fields the v1alpha1 schema does not have (its API server pruned them).
+
+    A did-you-mean for each of the first ``MAX_REPORTED`` keys of a model only: a guess costs
+    about 0.1 ms, and 18,000 unknown keys made a 140 kB file take 1.9 s (found by `make fuzz`).
+    """
+    known = [f.alias or n for n, f in type(model).model_fields.items()]
+    for i, key in enumerate(model.model_extra or {}):
+        said = unknown_key(key, known) if i < MAX_REPORTED else "unknown field"
         yield Problem(
             f"{path}.{key}",
-            unknown_key(key, known)
-            + " (ignored, as the operator's v1alpha1 API server dropped unknown fields)",
+            said + " (ignored, as the operator's v1alpha1 API server dropped unknown fields)",
         )
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)

@@ -38,7 +38,7 @@ from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core import status as live_status
 from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.errors import Problem, SpecError, bounded, unknown_key
 from flux_minicluster.core.loading import (
     has_deferred_group,
     parse,
@@ -222,7 +222,7 @@ def expand(
     parent = _Parent(component, _depends_on(opts))
     keygen = _keygen(resource_name, prepared, parent)
     secrets = _secret_values(prepared, keygen)
-    for warning in prepared.plan.definition.warnings:
+    for warning in bounded(list(prepared.plan.definition.warnings), "warnings"):
         pulumi.log.warn(str(warning), resource=component)
     lead = _lead(prepared, secrets)
     replacements = {**secrets, **lead.replacements}
