@@ -373,7 +373,7 @@ MODES = ("batch", "launcher", "submit", "script", "interactive", "none")
 
 
 @st.composite
-def flux_container(draw: st.DrawFn, mode: str, pool: VolumePool) -> dict[str, Json]:
+def flux_container(draw: st.DrawFn, mode: str, pool: VolumePool) -> dict[str, Json]:  # noqa: C901
     c: dict[str, Json] = {"image": draw(images())}
     commands: dict[str, Json] = draw(commands_block(service=False))
     if mode == "batch":
@@ -503,7 +503,7 @@ def sizes() -> st.SearchStrategy[tuple[int, int]]:
 
 
 @st.composite
-def spec_cases(draw: st.DrawFn, *, custom_hostlists: bool = True) -> SpecCase:
+def spec_cases(draw: st.DrawFn, *, custom_hostlists: bool = True) -> SpecCase:  # noqa: C901
     size, max_size = draw(sizes())
     has_services = draw(st.integers(0, 3)) == 0
     # Host names <name>-<maxSize-1> (and <name>-services) must stay DNS labels.

@@ -240,7 +240,7 @@ def _data_keys(manifest: Mapping[str, Any]) -> Iterator[str]:
                 yield f"{field}[{key!r}]: {message}"
 
 
-def _volume_source(where: str, volume: Mapping[str, Any]) -> Iterator[str]:
+def _volume_source(where: str, volume: Mapping[str, Any]) -> Iterator[str]:  # noqa: C901
     empty_dir = volume.get("emptyDir")
     if isinstance(empty_dir, Mapping):
         medium = empty_dir.get("medium")
@@ -619,7 +619,7 @@ def _selects(selector: Mapping[str, Any], labels: Mapping[str, str], completions
     return True
 
 
-def _cross(manifests: list[Mapping[str, Any]]) -> Iterator[str]:
+def _cross(manifests: list[Mapping[str, Any]]) -> Iterator[str]:  # noqa: C901
     """Facts between objects: unique names, subdomains, selectors, referenced ConfigMap keys."""
     seen: set[tuple[str, str, str]] = set()
     headless: set[tuple[str, str]] = set()

@@ -198,7 +198,7 @@ def _fail(lineno: int, message: str) -> CertificateError:
     return CertificateError(f"line {lineno}: {message}")
 
 
-def parse(text: str) -> CurveCertificate:
+def parse(text: str) -> CurveCertificate:  # noqa: C901
     """Read a certificate with flux-core's rules, or say in user terms why Flux would refuse it.
 
     Messages never quote a key value, because the text is a secret.

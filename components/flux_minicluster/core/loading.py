@@ -71,96 +71,33 @@ def parse(
     document's other problems. Every problem is reported at once: a missing name does not hide
     the spec's own problems.
     """
-    problems: list[Problem] = []
-    metadata = Metadata()
     if isinstance(document, Mapping):
-        # A program's dict may hold itself or nest without end; every walk below recurses.
-        if (shape := yamlio.shape_problem(document)) is not None:
-            raise SpecError(shape, source=source)
-        nul = list(_nul_paths(document, ""))
-        if nul:
-            raise SpecError(
-                [
-                    Problem(
-                        p, "contains a NUL byte, which no script, path or environment can carry"
-                    )
-                    for p in nul
-                ],
-                source=source,
-            )
-    if isinstance(document, MiniClusterSpec):
-        spec_data: Any = document.model_dump(by_alias=True, exclude_unset=True)
-        prefix = "spec"
-    elif not isinstance(document, Mapping):
-        raise SpecError(
-            Problem("", f"expected a mapping (a MiniCluster), got {_type_name(document)}"),
-            source=source,
-        )
-    elif documents.is_document(document):
-        problems += _check_header(document)
-        if any(p.path == "kind" for p in problems):
-            # Another kind of object: its fields would only add noise to the one real problem.
-            raise SpecError([p for p in problems if p.path == "kind"], source=source)
-        raw_metadata = document.get("metadata") or {}
-        try:
-            metadata = Metadata.model_validate(raw_metadata)
-        except ValidationError as err:
-            problems += translate_errors(err, "metadata", None)
-            # A bad label does not unname the MiniCluster: its name and namespace still count.
-            if isinstance(raw_metadata, Mapping):
-                metadata = Metadata(
-                    name=_text(raw_metadata.get("name")),
-                    namespace=_text(raw_metadata.get("namespace")),
-                )
-        spec_data = document.get("spec")
-        prefix = "spec"
-        if spec_data is None:
-            problems.append(Problem("spec", "required: the MiniCluster spec"))
-    else:
-        spec_data = dict(document)
-        prefix = "spec"
-
+        _refuse_unwalkable(document, source)
+    problems: list[Problem] = []
+    metadata, spec_data = _split(document, source, problems)
     resolved_name = name or metadata.name
-    if not resolved_name:
-        problems.append(Problem("metadata.name", "required (or pass a name, e.g. --name)"))
-    if (
-        default_namespace is not None
-        and metadata.namespace is not None
-        and metadata.namespace != default_namespace
-    ):
-        problems.append(
-            Problem(
-                "metadata.namespace",
-                f"is {metadata.namespace!r} but the namespace given is {default_namespace!r}; "
-                "give the same one, or leave one out",
-            )
-        )
+    problems += _naming_problems(resolved_name, metadata.namespace, default_namespace)
     resolved_namespace = namespace or metadata.namespace or default_namespace or DEFAULT_NAMESPACE
 
-    api_version = _api_version(document)
     warnings: list[Problem] = []
     spec: MiniClusterSpec | None = None
     lenient = False
     origins: dict[str, str] = {}
     if spec_data is not None:
         if not isinstance(spec_data, Mapping):
-            problems.append(Problem(prefix, f"must be a mapping, got {_type_name(spec_data)}"))
+            problems.append(Problem("spec", f"must be a mapping, got {_type_name(spec_data)}"))
         else:
             spec, lenient, origins = _validate_spec(
-                spec_data, api_version, resolved_name or _STAND_IN_NAME, problems, warnings
+                spec_data,
+                _api_version(document),
+                resolved_name or _STAND_IN_NAME,
+                problems,
+                warnings,
             )
-    if spec is not None and lead_address is not None:
-        try:
-            spec = with_lead_address(spec, lead_address)
-        except SpecError as err:
-            problems += err.problems
-        except UnvalidatedField:  # the lenient spec's leadBroker did not validate
-            pass
-    if spec is not None and settle is not None and not lenient:
-        try:
-            spec = settle(spec, resolved_name or _STAND_IN_NAME)
-        except SpecError as err:
-            problems += err.problems
+    if spec is not None:
+        spec = _settled(
+            spec, resolved_name or _STAND_IN_NAME, lead_address, settle, lenient, problems
+        )
     # The cross-field rules need a name; without one, a stand-in lets them report the rest. They
     # run whatever else is wrong (the header, metadata): every problem in one pass.
     definition: MiniClusterDefinition | None = None
@@ -183,6 +120,101 @@ def parse(
         problems = [p.moved(origins) for p in problems]
         raise SpecError(problems, source=source)
     return definition
+
+
+def _refuse_unwalkable(document: Mapping[str, Any], source: str) -> None:
+    """A program's dict may hold itself or nest without end, and every walk after this one
+    recurses; a NUL byte no script, path or environment can carry. Either ends parsing here."""
+    if (shape := yamlio.shape_problem(document)) is not None:
+        raise SpecError(shape, source=source)
+    nul = list(_nul_paths(document, ""))
+    if nul:
+        raise SpecError(
+            [
+                Problem(p, "contains a NUL byte, which no script, path or environment can carry")
+                for p in nul
+            ],
+            source=source,
+        )
+
+
+def _split(
+    document: Mapping[str, Any] | MiniClusterSpec, source: str, problems: list[Problem]
+) -> tuple[Metadata, Any]:
+    """The metadata and the spec data of a document, a bare spec or a spec model; the header's
+    and metadata's problems go to ``problems`` (a wrong kind alone is raised at once)."""
+    if isinstance(document, MiniClusterSpec):
+        return Metadata(), document.model_dump(by_alias=True, exclude_unset=True)
+    if not isinstance(document, Mapping):
+        raise SpecError(
+            Problem("", f"expected a mapping (a MiniCluster), got {_type_name(document)}"),
+            source=source,
+        )
+    if not documents.is_document(document):
+        return Metadata(), dict(document)
+    problems += _check_header(document)
+    if any(p.path == "kind" for p in problems):
+        # Another kind of object: its fields would only add noise to the one real problem.
+        raise SpecError([p for p in problems if p.path == "kind"], source=source)
+    raw_metadata = document.get("metadata") or {}
+    try:
+        metadata = Metadata.model_validate(raw_metadata)
+    except ValidationError as err:
+        problems += translate_errors(err, "metadata", None)
+        # A bad label does not unname the MiniCluster: its name and namespace still count.
+        metadata = Metadata()
+        if isinstance(raw_metadata, Mapping):
+            metadata = Metadata(
+                name=_text(raw_metadata.get("name")),
+                namespace=_text(raw_metadata.get("namespace")),
+            )
+    spec_data = document.get("spec")
+    if spec_data is None:
+        problems.append(Problem("spec", "required: the MiniCluster spec"))
+    return metadata, spec_data
+
+
+def _naming_problems(
+    name: str | None, written_namespace: str | None, default_namespace: str | None
+) -> list[Problem]:
+    """A MiniCluster without a name, or a document's namespace other than kubectl's ``-n``."""
+    problems = []
+    if not name:
+        problems.append(Problem("metadata.name", "required (or pass a name, e.g. --name)"))
+    if written_namespace is not None and default_namespace not in (None, written_namespace):
+        problems.append(
+            Problem(
+                "metadata.namespace",
+                f"is {written_namespace!r} but the namespace given is {default_namespace!r}; "
+                "give the same one, or leave one out",
+            )
+        )
+    return problems
+
+
+def _settled(
+    spec: MiniClusterSpec,
+    name: str,
+    lead_address: str | None,
+    settle: Callable[[MiniClusterSpec, str], MiniClusterSpec] | None,
+    lenient: bool,
+    problems: list[Problem],
+) -> MiniClusterSpec:
+    """The spec with the deployer's lead address and changes (``parse``'s arguments of those
+    names) made; their problems go to ``problems``."""
+    if lead_address is not None:
+        try:
+            spec = with_lead_address(spec, lead_address)
+        except SpecError as err:
+            problems += err.problems
+        except UnvalidatedField:  # the lenient spec's leadBroker did not validate
+            pass
+    if settle is not None and not lenient:
+        try:
+            spec = settle(spec, name)
+        except SpecError as err:
+            problems += err.problems
+    return spec
 
 
 def _api_version(document: Mapping[str, Any] | MiniClusterSpec) -> str:

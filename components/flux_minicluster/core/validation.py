@@ -541,7 +541,7 @@ def _check_sizes(mc: MiniClusterDefinition) -> Iterator[Problem]:
         )
 
 
-def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:
+def _check_containers(mc: MiniClusterDefinition) -> Iterator[Problem]:  # noqa: C901
     s = mc.spec
     if not s.containers:
         yield Problem("spec.containers", "at least one container is required")
@@ -727,7 +727,7 @@ def _reserved_path_problem(path: str, reserved_paths: Iterable[str]) -> str | No
     return f"{said} is {where}used by the MiniCluster itself; mount it elsewhere"
 
 
-def _check_volume(
+def _check_volume(  # noqa: C901
     vol: ContainerVolume, path: str, reserved_paths: tuple[str, ...]
 ) -> Iterator[Problem]:
     kind = vol.kind
@@ -788,7 +788,7 @@ def _check_volume(
             yield Problem(f"{path}.{field}", msg)
 
 
-def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
+def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:  # noqa: C901
     flux = mc.spec.flux
     if msg := names.dns1123_label(flux.container.name):
         yield Problem("spec.flux.container.name", msg)
@@ -839,7 +839,7 @@ def _check_flux(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield from brokerconfig.check(flux.broker_config, "spec.flux.brokerConfig")
 
 
-def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:
+def _check_bursting(mc: MiniClusterDefinition) -> Iterator[Problem]:  # noqa: C901
     b = mc.spec.flux.bursting
     base = "spec.flux.bursting"
     if b.hostlist and b.clusters:
@@ -936,7 +936,7 @@ def burst_membership_problem(
     return None
 
 
-def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
+def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:  # noqa: C901
     pod = mc.spec.pod
     for field, mapping in (
         ("spec.pod.labels", pod.labels),
@@ -981,7 +981,7 @@ def _check_pod(mc: MiniClusterDefinition) -> Iterator[Problem]:
         yield Problem("spec.archive.path", "must be an absolute path")
 
 
-def _check_v1alpha1(mc: MiniClusterDefinition) -> Iterator[Problem]:
+def _check_v1alpha1(mc: MiniClusterDefinition) -> Iterator[Problem]:  # noqa: C901
     """v1alpha1's own objects: the operator-made volumes, the users and the RESTful server. The
     API server would refuse a bad name only after the objects before it were created."""
     s = mc.spec

@@ -149,7 +149,7 @@ def _run_problem(hosts: list[str], own: list[str], root: bool) -> str | None:
     return None
 
 
-def _check_cluster_hosts(job: Manifest, manifests: Sequence[Manifest]) -> list[Finding]:
+def _check_cluster_hosts(job: Manifest, manifests: Sequence[Manifest]) -> list[Finding]:  # noqa: C901
     out: list[Finding] = []
     job_name = mf.name(job)
     size, problem = _max_size(job)

@@ -1069,7 +1069,7 @@ class Agent:
                 out.append(p)
         return sorted(out, key=lambda q: q.name)
 
-    def sync_network(self) -> None:
+    def sync_network(self) -> None:  # noqa: C901
         """DNS files, Service DNATs, LoadBalancer addresses and NetworkPolicy, for every pod."""
         pods = self.live()
         records: dict[str, list[tuple[str, list[str]]]] = {}  # namespace of the record -> lines

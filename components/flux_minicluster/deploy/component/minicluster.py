@@ -631,7 +631,7 @@ def _secret_data(manifest: dict[str, Any]) -> dict[str, Any]:
 # --- validation, before anything is registered ---------------------------------------------
 
 
-def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:
+def prepare(resource_name: str, args: MiniClusterArgs) -> Prepared:  # noqa: C901
     """The validated, planned and rendered MiniCluster; raises ``SpecError`` on bad input."""
     if not isinstance(args, Mapping):
         raise SpecError(
