@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from corpus import load_one
+from support.corpus import load_one
 
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.definition import MiniClusterDefinition
@@ -215,7 +215,7 @@ pytest.register_assert_rewrite("plancases")
 @pytest.fixture
 def derivations(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """How many times each derivation of ``plancases.DERIVATIONS`` ran, by ``Owner.function``."""
-    from plancases import count_derivations
+    from support.plancases import count_derivations
 
     return count_derivations(monkeypatch)
 

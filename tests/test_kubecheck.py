@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from manifestcases import ByKind, JobPod, Rendered, mini
+from support.manifestcases import ByKind, JobPod, Rendered, mini
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import labels as lbl

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli import minicluster
+from support.cli import minicluster
 
 from flux_minicluster.deploy.offline.recorder import RegistrationRecorder, plain
 

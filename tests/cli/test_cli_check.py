@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli import minicluster
+from support.cli import minicluster
 
 from flux_minicluster.cli.curvecerts import STATE_ENV
 from flux_minicluster.core import certificate

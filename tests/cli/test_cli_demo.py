@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import minicluster, project_copy
+from support.cli import minicluster, project_copy
 
 from flux_minicluster.cli.main import main
 

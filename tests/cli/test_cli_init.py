@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from cli import minicluster, minicluster_plain
+from support.cli import minicluster, minicluster_plain
 
 
 def test_init_writes_a_project_that_renders_validates_and_checks(tmp_path: Path) -> None:

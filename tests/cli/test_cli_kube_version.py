@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli import minicluster
+from support.cli import minicluster
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

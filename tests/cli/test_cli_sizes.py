@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli import minicluster
-from sizecases import JUST_UNDER, TOO_LARGE, spec
+from support.cli import minicluster
+from support.sizecases import JUST_UNDER, TOO_LARGE, spec
 
 
 @pytest.mark.parametrize("command", ["validate", "render"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cli import edit_stack, minicluster, project_copy
+from support.cli import edit_stack, minicluster, project_copy
 
 from flux_minicluster.core import certificate, layout
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from v1alpha1cases import APP, by, v1
+from support.v1alpha1cases import APP, by, v1
 
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import parse

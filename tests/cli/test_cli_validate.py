@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli import minicluster
+from support.cli import minicluster
 
 GOOD = """\
 apiVersion: flux-framework.org/v1alpha2

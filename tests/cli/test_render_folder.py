@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli import minicluster
+from support.cli import minicluster
 
 from flux_minicluster.cli import folders
 from flux_minicluster.core.errors import SpecError

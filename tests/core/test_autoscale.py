@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autoscalecases import document
+from support.autoscalecases import document
 
 from flux_minicluster.core import autoscale, kubeversion, scaler
 from flux_minicluster.core.errors import SpecError

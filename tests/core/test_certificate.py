@@ -18,10 +18,10 @@ import pytest
 import yaml
 import zmq
 import zmq.utils.z85
-from corpus import V1ALPHA2
-from curveexchange import exchange
 from hypothesis import given
 from hypothesis import strategies as st
+from support.corpus import V1ALPHA2
+from support.curveexchange import exchange
 
 from flux_minicluster.core.certificate import (
     CertificateError,

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 from hypothesis import assume, event, given, note, target
 from hypothesis import strategies as st
-from scriptharness import bash_syntax_errors
-from strategies import (
+from support.scriptharness import bash_syntax_errors
+from support.strategies import (
     Attacked,
     Mutated,
     SpecCase,

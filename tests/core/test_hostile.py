@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 import yaml
-from scriptharness import bash_syntax_errors
+from support.scriptharness import bash_syntax_errors
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kubeversioncases import job_of, rendering_of
+from support.kubeversioncases import job_of, rendering_of
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import completion, exitcodes, kubeversion

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from corpus import EXAMPLES, load_one, spec_files
-from manifestcases import ByKind, JobPod, Rendered, mini
+from support.corpus import EXAMPLES, load_one, spec_files
+from support.manifestcases import ByKind, JobPod, Rendered, mini
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import certificate, kubeversion, layout, placeholders

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import load_one
-from plancases import once_each
+from support.corpus import load_one
+from support.plancases import once_each
 
 from flux_minicluster.core import loading, plan
 from flux_minicluster.core.render import manifests

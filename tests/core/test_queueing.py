@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from queuecases import CERT, Build, spec
+from support.queuecases import CERT, Build, spec
 
 from flux_minicluster.core import kubeversion, queueing
 from flux_minicluster.core.errors import SpecError

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one, spec_files
-from scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox, signals_as_a_container_has_them
+from support.corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one, spec_files
+from support.scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox, signals_as_a_container_has_them
 
 from flux_minicluster.core import layout, templating
 from flux_minicluster.core import plan as plans

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import load_one
+from support.corpus import load_one
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import labels as lbl

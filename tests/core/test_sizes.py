@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
+from support.sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import limits

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import EXAMPLES, corpus_files
+from support.corpus import EXAMPLES, corpus_files
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from corpus import V1ALPHA1, corpus_files
-from v1alpha1cases import APP, Manifest, by, v1
+from support.corpus import V1ALPHA1, corpus_files
+from support.v1alpha1cases import APP, Manifest, by, v1
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import credentials, kubeversion, layout

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pulumi
 import pytest
-from autoscalecases import document
+from support.autoscalecases import document
 
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.deploy.component.minicluster import (

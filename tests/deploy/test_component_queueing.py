@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from queuecases import CERT, spec
+from support.queuecases import CERT, spec
 
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import queueing

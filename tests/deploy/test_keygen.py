@@ -24,7 +24,7 @@ from typing import Any
 
 import pulumi
 import pytest
-from scriptharness import signals_as_a_container_has_them
+from support.scriptharness import signals_as_a_container_has_them
 
 from flux_minicluster.core import labels as lbl
 from flux_minicluster.core import layout

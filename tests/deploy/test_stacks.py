@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
-from plancases import once_each
+from support.plancases import once_each
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import hostlist, labels, layout

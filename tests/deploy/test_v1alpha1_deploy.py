@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from v1alpha1cases import APP, v1
+from support.v1alpha1cases import APP, v1
 
 from flux_minicluster.core import credentials
 

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING
 import pytest
 import zmq
 from controlplane import ControlPlane
-from curveexchange import exchange
 from kube import wait_until
 from realcli import Cli, holds, plain, require_flux
 from stackrun import PREFIX, copy_project
+from support.curveexchange import exchange
 
 from flux_minicluster.core import certificate
 from flux_minicluster.core.certificate import CurveCertificate

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane, collection_path, object_path
-from sizecases import JUST_UNDER, TOO_LARGE, render_unchecked, spec
+from support.sizecases import JUST_UNDER, TOO_LARGE, render_unchecked, spec
 
 from flux_minicluster.core import limits
 

@@ -3,9 +3,9 @@ kube-apiserver, object by object.
 
 Every object rendered from every example, every MiniCluster of the operator's test corpus
 (``../shared/compat/flux-operator-tests``, skipped without it) and a few hundred generated specs
-(``tests/strategies.py``: valid ones, and mutated ones that still validate) goes to the API server
-as a server-side dry run (``POST ...?dryRun=All&fieldValidation=Strict``, what `kubectl create
---dry-run=server` sends), and to kubecheck offline (the strict 1.36 schema plus
+(``tests/support/strategies.py``: valid ones, and mutated ones that still validate) goes to the
+API server as a server-side dry run (``POST ...?dryRun=All&fieldValidation=Strict``, what `kubectl
+create --dry-run=server` sends), and to kubecheck offline (the strict 1.36 schema plus
 ``semantic_errors``). Both must accept, or both refuse, each object.
 
 Then each hand-written rule of kubecheck breaks one rendered object on purpose: kubecheck must
@@ -35,9 +35,9 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane, collection_path, object_path
-from corpus import EXAMPLES, load_one, spec_files
 from hypothesis import HealthCheck, given, settings
-from strategies import mutated_cases, spec_cases
+from support.corpus import EXAMPLES, load_one, spec_files
+from support.strategies import mutated_cases, spec_cases
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from kubeversioncases import job_of
+from support.kubeversioncases import job_of
 
 from flux_minicluster.core import plan as plans
 from flux_minicluster.core.loading import load_file

@@ -3,7 +3,7 @@ is tests/core/test_queueing.py's)."""
 
 from __future__ import annotations
 
-from queuecases import CERT, Build, spec
+from support.queuecases import CERT, Build, spec
 
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.policy.checker import check

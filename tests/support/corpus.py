@@ -15,7 +15,7 @@ import pytest
 from flux_minicluster.core.definition import MiniClusterDefinition
 from flux_minicluster.core.loading import load_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SHARED = ROOT.parent / "shared"
 V1ALPHA2 = SHARED / "compat" / "flux-operator-tests"

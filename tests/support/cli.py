@@ -91,7 +91,7 @@ def project_copy(destination: Path) -> Path:
     test that edits a stack file as a user would."""
     import shutil
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     destination.mkdir(parents=True, exist_ok=True)
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(root / name, destination / name)

@@ -956,7 +956,7 @@ def example_documents() -> list[Json]:
     """The bundled examples as plain values (every document of each)."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "examples"
+    root = Path(__file__).resolve().parents[2] / "examples"
     return [
         doc
         for path in sorted(root.glob("*.yaml"))

@@ -11,7 +11,9 @@ from typing import Any
 from flux_minicluster.core import plan as plans
 
 CERT = (
-    (Path(__file__).resolve().parent / "golden" / "fixed-curve.cert").read_text().removesuffix("\n")
+    (Path(__file__).resolve().parents[1] / "golden" / "fixed-curve.cert")
+    .read_text()
+    .removesuffix("\n")
 )
 Build = Callable[..., plans.MiniClusterPlan]
 

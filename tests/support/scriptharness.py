@@ -60,7 +60,7 @@ from flux_minicluster.core.render.scripts import (
     entrypoint_data,
 )
 
-GOLDEN_CERT = (Path(__file__).parent / "golden" / "fixed-curve.cert").read_text()
+GOLDEN_CERT = (Path(__file__).resolve().parents[1] / "golden" / "fixed-curve.cert").read_text()
 
 FAKE_FLUX = f"""#!{sys.executable}
 import json, os, signal, subprocess, sys, time
