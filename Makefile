@@ -13,7 +13,7 @@ CHECKOV := $(CHECKOV_VENV)/bin/checkov
 KUBE_SCORE_VERSION := $(shell sed -n 's/^kube-score = "\(.*\)"/\1/p' pyproject.toml)
 KUBE_SCORE := $(CACHE)/kube-score-$(KUBE_SCORE_VERSION)/kube-score
 
-.PHONY: venv demo test lint typecheck contracts unit scanner fuzz bench bench-e2e golden clean e2e-tools e2e
+.PHONY: venv demo test lint typecheck contracts unit docs scanner fuzz bench bench-e2e golden clean e2e-tools e2e
 
 # The Pulumi SDKs are pinned to the versions the e2e toolchain's CLI and plugins match
 # ([tool.flux-minicluster.toolchain.python] in pyproject.toml, the one place for versions).
@@ -42,6 +42,14 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
+# The docs site (mkdocs.yml), built with --strict (strict: true in mkdocs.yml too): a warning, such
+# as a broken link or anchor or a page missing from the nav, fails it. It is built into a temporary
+# folder that is removed afterwards, so nothing is written into the checkout.
+docs: $(STAMP)
+	@site="$$(mktemp -d)"; \
+	  NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$site"; status=$$?; \
+	  rm -rf "$$site"; exit $$status
+
 unit: $(STAMP) $(CHECKOV) $(KUBE_SCORE)
 	CHECKOV=$(CHECKOV) KUBE_SCORE=$(KUBE_SCORE) $(BIN)/pytest
 
@@ -56,7 +64,7 @@ $(KUBE_SCORE):
 
 scanner: $(CHECKOV) $(KUBE_SCORE)
 
-test: lint typecheck contracts unit
+test: lint typecheck contracts docs unit
 
 # FUZZ_EXAMPLES per property (10,000 by default), in two shards of half as many with seeds of
 # their own, one per core: each property meets FUZZ_EXAMPLES random inputs in all. FUZZ_ONLY
@@ -71,7 +79,7 @@ fuzz: $(STAMP)
 	  wait $$one; first=$$?; wait $$two; second=$$?; \
 	  test $$first = 0 && test $$second = 0
 
-# The README's Performance tables: in-process rendering and the CLI (run.py), then the start-up
+# The performance tables of docs/performance.md: in-process rendering and the CLI (run.py), then the start-up
 # costs as new processes (startup.py: own import cost of a `pulumi up`, validate vs python).
 bench: $(STAMP)
 	$(PY) benchmarks/run.py; status=$$?; $(PY) benchmarks/startup.py && exit $$status
@@ -93,7 +101,7 @@ e2e: $(STAMP)
 	  FLUX_MINICLUSTER_E2E_BIN="$$bindir" $(BIN)/pytest -m e2e tests/e2e
 
 # Preview, up, refresh and destroy of the local stack, and 1/4/16 MiniClusters in one program, on
-# the real engine (the README's "On the real engine" table).
+# the real engine (docs/performance.md's "On the real engine" table).
 bench-e2e: $(STAMP)
 	$(PY) benchmarks/e2e.py
 

@@ -1,6 +1,7 @@
-"""Every command in the README's shell blocks is run here, or checked, or said to be run elsewhere.
+"""Every command in the shell blocks of the README and of every docs/ page is run here, or checked,
+or said to be run elsewhere.
 
-The README and the product must not drift: a reader copies these lines. Each command of each
+The docs and the product must not drift: a reader copies these lines. Each command of each
 ```sh block (continuation lines joined, comments dropped, ``a && b`` and ``a | b`` split) is:
 
 - run, when it works offline: ``minicluster ...`` (as written, in a copy of this project, with
@@ -13,7 +14,9 @@ The README and the product must not drift: a reader copies these lines. Each com
 - or classified, with the reason, when it needs the Pulumi CLI, a cluster, a cloud or the network
   (the e2e suite runs the Pulumi ones against a real engine: tests/e2e/README.md).
 
-A command that fits none of these fails the test, so a new README command needs a decision here.
+A command that fits none of these fails the test, so a new command in the docs needs a decision
+here. The files are read in the order a reader meets them: the README, then the site's pages in
+the order of mkdocs.yml's nav (every docs/*.md page must be in it).
 """
 
 from __future__ import annotations
@@ -35,6 +38,19 @@ from flux_minicluster.cli.curvecerts import STATE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+
+
+def _nav_pages(nav: list[Any]) -> list[str]:
+    out = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        out += _nav_pages(value) if isinstance(value, list) else [value]
+    return out
+
+
+NAV = _nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+# The README, then every page of the docs site in the order of its nav.
+DOCS = [README, *(ROOT / "docs" / page for page in NAV)]
 
 # First words -> why the command is not run here.
 ELSEWHERE: dict[tuple[str, ...], str] = {
@@ -253,12 +269,11 @@ def reader(tmp_path_factory: pytest.TempPathFactory) -> Context:
     return Context(cwd=project, env=env)
 
 
-def test_every_readme_command_is_run_checked_or_classified(reader: Context) -> None:
-    blocks = shell_blocks(README.read_text())
-    assert len(blocks) >= 10
+def run_file(reader: Context, path: Path) -> dict[str, list[str]]:
+    """Run, check or classify every command of one file's ```sh blocks; what was done with each."""
     done: dict[str, list[str]] = {}
     start = reader.cwd
-    for commands in blocks:
+    for commands in shell_blocks(path.read_text()):
         reader.cwd = start
         reader.rendered = []
         for command in commands:
@@ -266,7 +281,39 @@ def test_every_readme_command_is_run_checked_or_classified(reader: Context) -> N
         for words in reader.pending:
             _check_kubectl(reader, words)
         reader.pending = []
-    # the README's offline commands really ran, and the ones naming objects were checked
+    reader.cwd = start
+    return done
+
+
+@pytest.fixture(scope="module")
+def done_by_file() -> dict[Path, dict[str, list[str]]]:
+    return {}
+
+
+def test_every_docs_page_is_in_the_nav() -> None:
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert pages == sorted(NAV), "mkdocs.yml's nav and docs/*.md differ"
+
+
+@pytest.mark.parametrize("path", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
+def test_every_command_is_run_checked_or_classified(
+    reader: Context, done_by_file: dict[Path, dict[str, list[str]]], path: Path
+) -> None:
+    done_by_file[path] = run_file(reader, path)
+
+
+def test_the_offline_commands_ran_and_the_named_objects_were_checked(
+    reader: Context, done_by_file: dict[Path, dict[str, list[str]]]
+) -> None:
+    """Over every file (those not run above, when a subset was selected, are run here, in order)."""
+    assert sum(len(shell_blocks(path.read_text())) for path in DOCS) >= 10
+    done: dict[str, list[str]] = {}
+    for path in DOCS:
+        if path not in done_by_file:
+            done_by_file[path] = run_file(reader, path)
+        for kind, commands in done_by_file[path].items():
+            done.setdefault(kind, []).extend(commands)
+    # the offline commands really ran, and the ones naming objects were checked
     assert len(done["run"]) >= 12, done["run"]
     assert any("create secret generic" in c for c in done["checked"]), done["checked"]
     assert any(c.startswith("kubectl logs") for c in done["checked"]), done["checked"]
@@ -275,8 +322,7 @@ def test_every_readme_command_is_run_checked_or_classified(reader: Context) -> N
 def test_the_kubectl_section_names_the_namespace_of_every_example() -> None:
     """A reader creates the namespaces the section names before applying an example: each
     example's `metadata.namespace` must be one of them."""
-    text = README.read_text()
-    section = text.split("\n## Without Pulumi", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "kubectl.md").read_text()
     for path in sorted((ROOT / "examples").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             namespace = (doc.get("metadata") or {}).get("namespace")

@@ -1,5 +1,5 @@
 // examples/hello-world.yaml as a Go program, through the component package in components/
-// (README: "Use it from TypeScript, Go or YAML"):
+// (docs/multilanguage.md):
 //
 //	pulumi package add ../../components   # generates sdks/minicluster, adds its replace to go.mod
 //	go mod tidy

@@ -1,5 +1,5 @@
 // examples/hello-world.yaml as a TypeScript program, through the component package in
-// components/ (README: "Use it from TypeScript, Go or YAML"):
+// components/ (docs/multilanguage.md):
 //
 //   pulumi package add ../../components   # generates sdks/minicluster, links @pulumi/minicluster
 //   npm install

@@ -1,4 +1,4 @@
-"""The README's migration table for operator users: every "to restore it" line does what it says.
+"""The migration table for operator users (docs/operator.md): every "to restore it" line works.
 
 Each row names a difference from the operator and the one line that restores the old behaviour:
 a spec fragment is applied to examples/hello-world.yaml and its effect checked in the rendering; a
@@ -24,9 +24,9 @@ CERT = certificate.render(certificate.generate("flux-hello", "flux-hello-0"))
 
 
 def migration_rows() -> list[tuple[str, str]]:
-    """(what the operator did, the restore cell) of each row of the README's table."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Migrating from the operator", 1)[1].split("\n### ", 1)[0]
+    """(what the operator did, the restore cell) of each row of the docs' table."""
+    text = (ROOT / "docs" / "operator.md").read_text()
+    section = text.split("## Migrating from the operator", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     out = []
     for row in rows[1:]:  # the header first

@@ -201,7 +201,7 @@ def _root_exports(config: StackConfig, cluster: MiniCluster, opts: pulumi.Resour
             f"{PROJECT}:cluster.cloud: generic: whether the lead's load balancer keeps the bursts' "
             f"source addresses is its own; one that rewrites them makes the "
             f"{plan.names.cluster}-lead NetworkPolicy drop every burst. Then put its own source "
-            "addresses in bursting.sourceRanges (the README's per-cloud table says more)"
+            "addresses in bursting.sourceRanges (docs/stacks.md's per-cloud table says more)"
         )
     service = k8s.core.v1.Service(
         plan.names.lead_service,

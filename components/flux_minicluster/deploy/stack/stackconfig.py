@@ -246,7 +246,7 @@ class StackConfig(ConfigModel):
 
 
 # Per-cloud facts that matter for a MiniCluster: how to expose the lead broker to other clouds,
-# and the flux-view image for arm nodes (the storage classes are in the README). The lead pod must
+# and the flux-view image for arm nodes (storage classes: docs/stacks.md). The lead pod must
 # see each burst's own address, since the <root>-lead NetworkPolicy admits only sourceRanges: GKE's
 # and AKS's passthrough load balancers keep it (with externalTrafficPolicy: Local); an AWS NLB with
 # IP targets over TCP replaces it by its own private addresses unless its target group preserves
