@@ -48,14 +48,21 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from flux_minicluster.core import autoscale as autoscaling
 from flux_minicluster.core import exitcodes, layout, templating
 from flux_minicluster.core import plan as plans
-from flux_minicluster.core.plan import Imp, MiniClusterPlan, Mode, Role
+from flux_minicluster.core.plan import ConfigPaths, Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml, hostlist_file
-from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT, DEFAULT_LOGS_DIR, Container
+from flux_minicluster.core.spec import (
+    DEFAULT_INSTALL_ROOT,
+    DEFAULT_LOGS_DIR,
+    Container,
+    FluxRestful,
+    FluxUser,
+)
 from flux_minicluster.core.templating import shquote
 
 __all__ = [
@@ -167,7 +174,7 @@ def scaler_source() -> str:
 
 def init_script(plan: MiniClusterPlan) -> str:
     """The init container's ``flux-init.sh``."""
-    return templating.render(INIT_TEMPLATE, **_common(plan, plan.flux_container))
+    return templating.render(INIT_TEMPLATE, **_context(_common(plan, plan.flux_container)))
 
 
 def wait_script(plan: MiniClusterPlan) -> str:
@@ -200,9 +207,7 @@ def wait_script(plan: MiniClusterPlan) -> str:
     if program and spec.logging.timed:
         program = f"{TIME_BIN} -f {shquote('FLUXTIME fluxsubmit wall time %E')} {program}"
 
-    return templating.render(
-        WAIT_TEMPLATE,
-        **_common(plan, container),
+    wait = _Wait(
         index=plan.flux_index,
         burst_child=plan.role is Role.BURST,
         bursting=_bursting(plan),
@@ -217,9 +222,9 @@ def wait_script(plan: MiniClusterPlan) -> str:
         persistent=plan.persistent,
         program=program,
         wrap=shquote(f"--wrap={spec.flux.wrap}") if spec.flux.wrap else "",
-        broker_options=_broker_options(plan),
+        broker_options=tuple(_broker_options(plan)),
         archive=spec.archive.path if spec.archive and spec.archive.path else "",
-        environment=_environment_lines(plan),
+        environment=tuple(_environment_lines(plan)),
         logs=container.logs or DEFAULT_LOGS_DIR,
         script=script,
         script_eof=_delimiter("FLUX_CUSTOM_SCRIPT", script),
@@ -239,7 +244,9 @@ def wait_script(plan: MiniClusterPlan) -> str:
             else ""
         ),
         autoscale=_autoscale(plan),
-        **_v1alpha1(plan),
+    )
+    return templating.render(
+        WAIT_TEMPLATE, **_context(_common(plan, container), wait, _v1alpha1(plan))
     )
 
 
@@ -278,7 +285,7 @@ def start_script(plan: MiniClusterPlan, index: int) -> str:
         command = f"/bin/bash {CUSTOM_SCRIPT}"
     return templating.render(
         START_TEMPLATE,
-        **_common(plan, container),
+        **_context(_common(plan, container)),
         index=index,
         command=command,
         script=script,
@@ -291,32 +298,140 @@ def start_script(plan: MiniClusterPlan, index: int) -> str:
     )
 
 
+# --- what the templates read, typed ---------------------------------------------------------
+# Each template is rendered from these frozen records (StrictUndefined refuses a name none of
+# them holds), so that every value a script is made of has a declared type, and one name cannot
+# be given twice (``_context``).
+
+
+@dataclass(frozen=True)
+class _Common:
+    """What every script reads: the cluster, its paths and the Flux install it uses."""
+
+    name: str
+    lead_host: str
+    paths: ConfigPaths
+    entrypoint_dir: str
+    curve_source: str
+    software_dir: str
+    home_dir: str
+    broker_toml_key: str
+    hostlist_key: str
+    view_enabled: bool
+    python_path: str
+    fluxion: bool
+    quiet: bool
+    strict: bool
+    timed: bool
+    time_bin: str
+    init: str
+    install_root: str
+    setup_failed: int
+
+
+@dataclass(frozen=True)
+class _Wait:
+    """What the Flux container's ``wait-<i>.sh`` reads besides ``_Common``: how its broker
+    starts, joins and ends, and what rank 0 runs."""
+
+    index: int
+    burst_child: bool
+    bursting: bool
+    join_timeout: int
+    join_timeout_expansion: str
+    join_timeout_env: str
+    join_poll: int
+    join_grace: int
+    join_failed_status: int
+    mode: str
+    interactive: bool
+    persistent: bool
+    program: str
+    wrap: str
+    broker_options: tuple[str, ...]
+    archive: str
+    environment: tuple[str, ...]
+    logs: str
+    script: str
+    script_eof: str
+    batch: str
+    batch_eof: str
+    pre: str
+    broker_pre: str
+    worker_pre: str
+    post: str
+    complete_workers: bool
+    max_delay: int
+    custom_script: str
+    batch_file: str
+    time_start: str
+    autoscale: dict[str, object] | None
+
+
+@dataclass(frozen=True)
+class _V1alpha1:
+    """What ``wait-<i>.sh`` reads for v1alpha1's entrypoint behaviours (all off for
+    v1alpha2)."""
+
+    v1alpha1: bool
+    v1alpha1_root: str
+    as_flux: str
+    flux_user: FluxUser | None
+    users: tuple[dict[str, str], ...]
+    imp: Imp | None
+    imp_dir: str
+    imp_config: str
+    imp_toml: str
+    munge: bool
+    munge_key: str
+    munge_source: str
+    cores: str
+    diagnostics: tuple[str, ...]
+    restful: FluxRestful | None
+    restful_dir: str
+    restful_repository: str
+    restful_files: dict[str, str]
+    size: int
+
+
+def _context(*records: _Common | _Wait | _V1alpha1) -> dict[str, object]:
+    """The template context: each record's fields by name (shallow: a path record stays one),
+    a name given by two records refused."""
+    context: dict[str, object] = {}
+    for record in records:
+        for field in fields(record):
+            if field.name in context:
+                raise ValueError(f"{field.name} is given twice to one template")
+            context[field.name] = getattr(record, field.name)
+    return context
+
+
 # --- pieces ---------------------------------------------------------------------------------
 
 
-def _common(plan: MiniClusterPlan, container: Container) -> dict[str, object]:
+def _common(plan: MiniClusterPlan, container: Container) -> _Common:
     spec = plan.spec
-    return {
-        "name": plan.name,
-        "lead_host": plan.names.lead_host,
-        "paths": plan.paths,
-        "entrypoint_dir": layout.ENTRYPOINT_DIR,
-        "curve_source": f"{layout.CURVE_DIR}/{layout.CURVE_FILE}",
-        "software_dir": layout.SOFTWARE_DIR,
-        "home_dir": layout.HOME_DIR,
-        "broker_toml_key": layout.BROKER_TOML,
-        "hostlist_key": layout.HOSTLIST,
-        "view_enabled": not spec.flux.container.disable,
-        "python_path": spec.flux.container.python_path or "",
-        "fluxion": not spec.flux.scheduler.simple,
-        "quiet": spec.logging.quiet,
-        "strict": spec.logging.strict,
-        "timed": spec.logging.timed,
-        "time_bin": TIME_BIN,
-        "init": _text(container.commands.init),
-        "install_root": _install_root(plan),
-        "setup_failed": exitcodes.SETUP_FAILED,
-    }
+    return _Common(
+        name=plan.name,
+        lead_host=plan.names.lead_host,
+        paths=plan.paths,
+        entrypoint_dir=layout.ENTRYPOINT_DIR,
+        curve_source=f"{layout.CURVE_DIR}/{layout.CURVE_FILE}",
+        software_dir=layout.SOFTWARE_DIR,
+        home_dir=layout.HOME_DIR,
+        broker_toml_key=layout.BROKER_TOML,
+        hostlist_key=layout.HOSTLIST,
+        view_enabled=not spec.flux.container.disable,
+        python_path=spec.flux.container.python_path or "",
+        fluxion=not spec.flux.scheduler.simple,
+        quiet=spec.logging.quiet,
+        strict=spec.logging.strict,
+        timed=spec.logging.timed,
+        time_bin=TIME_BIN,
+        init=_text(container.commands.init),
+        install_root=_install_root(plan),
+        setup_failed=exitcodes.SETUP_FAILED,
+    )
 
 
 def _install_root(plan: MiniClusterPlan) -> str:
@@ -331,41 +446,40 @@ def _install_root(plan: MiniClusterPlan) -> str:
     return ""
 
 
-def _v1alpha1(plan: MiniClusterPlan) -> dict[str, object]:
+def _v1alpha1(plan: MiniClusterPlan) -> _V1alpha1:
     """What wait.sh.j2 needs for v1alpha1's entrypoint behaviours (all off for v1alpha2)."""
     container = plan.flux_container
-    restful = plan.restful
     users = plan.multi_user.users if plan.multi_user is not None else ()
     cores = container.cores or 0
     imp = plan.imp
-    return {
-        "v1alpha1": plan.v1alpha1,
-        "v1alpha1_root": plan.install_root or DEFAULT_INSTALL_ROOT,
-        "as_flux": "${asFlux} " if plan.v1alpha1 else "",
-        "flux_user": plan.flux_user,
-        "users": [
+    return _V1alpha1(
+        v1alpha1=plan.v1alpha1,
+        v1alpha1_root=plan.install_root or DEFAULT_INSTALL_ROOT,
+        as_flux="${asFlux} " if plan.v1alpha1 else "",
+        flux_user=plan.flux_user,
+        users=tuple(
             {"name": user, "password_file": _credential(layout.user_password(user))}
             for user in users
-        ],
-        "imp": imp,
-        "imp_dir": IMP_CONFIG_DIR,
-        "imp_config": IMP_CONFIG,
-        "imp_toml": _imp_toml(imp) if imp is not None else "",
-        "munge": plan.v1alpha1 and plan.munge_secret is not None,
-        "munge_key": MUNGE_KEY,
-        "munge_source": f"{layout.MUNGE_DIR}/{layout.MUNGE_KEY}",
-        "cores": f"0-{cores - 1}" if cores > 1 else "",
-        "diagnostics": DIAGNOSTICS if container.diagnostics else (),
-        "restful": restful,
-        "restful_dir": RESTFUL_DIR,
-        "restful_repository": RESTFUL_REPOSITORY,
-        "restful_files": {
+        ),
+        imp=imp,
+        imp_dir=IMP_CONFIG_DIR,
+        imp_config=IMP_CONFIG,
+        imp_toml=_imp_toml(imp) if imp is not None else "",
+        munge=plan.v1alpha1 and plan.munge_secret is not None,
+        munge_key=MUNGE_KEY,
+        munge_source=f"{layout.MUNGE_DIR}/{layout.MUNGE_KEY}",
+        cores=f"0-{cores - 1}" if cores > 1 else "",
+        diagnostics=DIAGNOSTICS if container.diagnostics else (),
+        restful=plan.restful,
+        restful_dir=RESTFUL_DIR,
+        restful_repository=RESTFUL_REPOSITORY,
+        restful_files={
             "user": _credential(layout.RESTFUL_USER),
             "token": _credential(layout.RESTFUL_TOKEN),
             "secret_key": _credential(layout.RESTFUL_SECRET_KEY),
         },
-        "size": plan.spec.size,
-    }
+        size=plan.spec.size,
+    )
 
 
 def _credential(key: str) -> str:
