@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from flux_minicluster.core import kubeversion
 from flux_minicluster.core.errors import SpecError, bounded
@@ -38,6 +38,11 @@ NAMESPACE_HELP = (
     "namespace of every MiniCluster whose metadata names none (one that names another is an "
     "error, as with kubectl)"
 )
+
+
+# The object argparse's add_subparsers returns (each command adds its parser to it); generic
+# only to the type checker.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _report_format(p: argparse.ArgumentParser, what: str) -> None:
@@ -143,6 +148,7 @@ def _print_problems(err: SpecError) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``minicluster`` parser: its global options, then one function per command."""
     parser = argparse.ArgumentParser(
         prog="minicluster",
         description="Flux Framework MiniClusters on Kubernetes, without the Flux Operator.",
@@ -156,7 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     # Not required: argparse would then say "required: COMMAND" for `-V` or `--bogus` too;
     # main() prints the help when no command is given.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (
+        _validate_command,
+        _render_command,
+        _check_command,
+        _status_command,
+        _demo_command,
+        _init_command,
+        _version_command,
+        _completion_command,
+    ):
+        add(sub)
+    return parser
 
+
+def _validate_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "validate",
         help="check MiniCluster files and print a summary of each",
@@ -171,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     _report_format(p, "one JSON document on stdout (every MiniCluster, every problem), for CI")
     p.set_defaults(func=_validate)
 
+
+def _render_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "render",
         help="render MiniClusters (a file or stacks) into Kubernetes manifests",
@@ -218,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_render)
 
+
+def _check_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "check",
         help="run the policy pack offline over manifests, MiniCluster files or stacks",
@@ -243,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     _report_format(p, "the report as one JSON document on stdout (verdict, violations), for CI")
     p.set_defaults(func=_check)
 
+
+def _status_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "status",
         help="what a deployed MiniCluster is doing, read from the cluster",
@@ -261,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     _report_format(p, "one JSON document on stdout, for CI and workflow tools")
     p.set_defaults(func=_status)
 
+
+def _demo_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "demo",
         help="render the project's bundled stacks offline and show what would be deployed",
@@ -276,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_demo)
 
+
+def _init_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "init",
         help="start a Pulumi project of your own that deploys a MiniCluster",
@@ -286,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="the project's name (default: the directory's name)")
     p.set_defaults(func=_init)
 
+
+def _version_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "version",
         help="print the version",
@@ -293,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_version)
 
+
+def _completion_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "completion",
         help="print a shell completion script (bash, zsh or fish)",
@@ -305,7 +339,6 @@ def build_parser() -> argparse.ArgumentParser:
         "shell", choices=("bash", "zsh", "fish"), metavar="SHELL", help="bash, zsh or fish"
     )
     p.set_defaults(func=_completion)
-    return parser
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
