@@ -52,7 +52,7 @@ def test_wheel_has_the_console_script(wheel: Path) -> None:
     "module",
     [
         "flux_minicluster.core.definition",
-        "flux_minicluster.core.validation",
+        "flux_minicluster.core.validation.crossfield",
         "flux_minicluster.policy",
     ],
 )

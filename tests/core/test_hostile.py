@@ -326,7 +326,7 @@ class Case:
         return yaml.safe_dump(self.input, sort_keys=False, allow_unicode=True).encode()
 
 
-BUG_VALIDATION = "core/validation.py accepts it; the API server or the pod refuses it"
+BUG_VALIDATION = "core/validation accepts it; the API server or the pod refuses it"
 
 CASES = [
     # --- names ------------------------------------------------------------------------------

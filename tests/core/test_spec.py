@@ -12,11 +12,11 @@ from support.corpus import EXAMPLES, corpus_files
 
 from flux_minicluster import kubecheck
 from flux_minicluster.core import plan as plans
-from flux_minicluster.core import validation
 from flux_minicluster.core.errors import SpecError
 from flux_minicluster.core.loading import V1ALPHA2_NOTES, load_file, load_text, parse
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
+from flux_minicluster.core.validation import crossfield
 
 
 @pytest.mark.parametrize("path", corpus_files())
@@ -843,7 +843,7 @@ def test_objects_the_cluster_refuses_are_refused_first(
         doc = copy.deepcopy(base())
         for dotted, value in mutations.items():
             _set(doc, dotted, value)
-        monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
+        monkeypatch.setattr(crossfield, "check_semantics", lambda definition, **_: [])
         refusals = kubecheck.refusals(render(plans.build(parse(doc))).objects())
         assert any(server in r for r in refusals), refusals
 

@@ -977,7 +977,7 @@ def test_validation_rules_refuse_what_the_server_refuses(
     spec.flux, refuses a spec whose rendering the API server refuses (with the rule off),
     naming the same value, or whose pods could never start; the control case's objects all
     pass."""
-    from flux_minicluster.core import validation
+    from flux_minicluster.core.validation import crossfield
 
     if path is None:
         parse(doc)
@@ -985,7 +985,7 @@ def test_validation_rules_refuse_what_the_server_refuses(
         with pytest.raises(SpecError) as problems:
             parse(doc)
         assert [p.path for p in problems.value.problems] == [path]
-    monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
+    monkeypatch.setattr(crossfield, "check_semantics", lambda definition, **_: [])
     objs = objects_of(parse(doc))
     provide_references(module_control_plane, objs)
     verdicts = {ident(o): module_control_plane.dry_run(o) for o in objs}

@@ -33,7 +33,8 @@ from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
 from flux_minicluster.core.loading import parse, with_deferred_group
 from flux_minicluster.core.plan import Role
 from flux_minicluster.core.spec import BurstedCluster, MiniClusterSpec
-from flux_minicluster.core.validation import burst_membership_problem, translate_errors
+from flux_minicluster.core.validation.crossfield import burst_membership_problem
+from flux_minicluster.core.validation.fielderrors import translate_errors
 from flux_minicluster.deploy.component.awaiting import Wait
 from flux_minicluster.deploy.component.keygen import ContainerRuntime, Strategy
 from flux_minicluster.deploy.component.outputs import normalize_certificate
@@ -329,7 +330,7 @@ def _cloud_defaults(spec: MiniClusterSpec, config: StackConfig) -> MiniClusterSp
 def validate_burst_membership(
     name: str, max_size: int, declared: Sequence[Mapping[str, Any]], root_stack: str
 ) -> None:
-    """The core's one rule of burst membership (``validation.burst_membership_problem``) against
+    """The core's one rule of burst membership (``crossfield.burst_membership_problem``) against
     the clusters a root stack publishes, said as the stack config a user edits."""
     clusters = [
         BurstedCluster(name=str(c.get("name")), size=int(c.get("size", 0))) for c in declared
