@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support.corpus import load_one
 
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, render
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 if TYPE_CHECKING:
     from flux_minicluster.deploy.component.awaiting import Wait

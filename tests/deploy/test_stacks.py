@@ -15,8 +15,10 @@ import yaml
 from support.plancases import once_each
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import hostlist, labels, layout
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.flux import hostlist
+from flux_minicluster.core.kube import labels
 from flux_minicluster.deploy.offline.recorder import (
     RegistrationRecorder,
     plain,

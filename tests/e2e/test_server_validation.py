@@ -40,11 +40,11 @@ from support.corpus import EXAMPLES, load_one, spec_files
 from support.strategies import mutated_cases, spec_cases
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_text, parse
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_text, parse
 from flux_minicluster.core.render.manifests import lead_service, render
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 REPO = Path(__file__).resolve().parents[2]
 RESTRICTED_EXAMPLE = "restricted.yaml"  # written to pass Pod Security's restricted level
@@ -164,7 +164,7 @@ def provide_references(cp: ControlPlane, objs: list[Manifest]) -> None:
 
 
 def kubecheck_name_problem(name: str) -> bool:
-    from flux_minicluster.core import names
+    from flux_minicluster.core.kube import names
 
     return names.dns1123_subdomain(name) is not None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.kube import labels as lbl
 from flux_minicluster.kubecheck.manifest import identity, items, mapping
 
 # Labels the Job controller adds to every pod of a Job; a Service may select on them.

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import names, podrules
-from flux_minicluster.core.limits import MAX_INDEXED_COMPLETIONS, size_problems
-from flux_minicluster.core.quantity import resource_problems
+from flux_minicluster.core.kube import names, podrules
+from flux_minicluster.core.kube.limits import MAX_INDEXED_COMPLETIONS, size_problems
+from flux_minicluster.core.kube.quantity import resource_problems
 from flux_minicluster.kubecheck.manifest import items, mapping
 
 _PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")

@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import kubeversion
+from flux_minicluster.core.kube import kubeversion
 
-# The release renderings target by default (its one owner: core.kubeversion).
+# The release renderings target by default (its one owner: core.kube.kubeversion).
 DEFAULT_VERSION: Final = str(kubeversion.DEFAULT)
 
 

@@ -15,25 +15,19 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from pydantic.alias_generators import to_snake
 
-from flux_minicluster.core import (
-    brokerconfig,
-    certificate,
-    credentials,
-    hostlist,
-    layout,
-    names,
-    podrules,
-)
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, key_path
-from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
-from flux_minicluster.core.limits import (
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import Problem, key_path
+from flux_minicluster.core.flux import brokerconfig, certificate, credentials, hostlist
+from flux_minicluster.core.kube import names, podrules
+from flux_minicluster.core.kube.labels import NETWORK_POLICY_ANNOTATION
+from flux_minicluster.core.kube.limits import (
     INT32_MAX,
     INT64_MAX,
     MAX_INDEXED_COMPLETIONS,
     MAX_LABEL_LENGTH,
 )
-from flux_minicluster.core.spec import BurstedCluster, Container, ContainerVolume
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
+from flux_minicluster.core.spec.models import BurstedCluster, Container, ContainerVolume
 from flux_minicluster.core.validation.fielderrors import UnvalidatedField
 
 _FSD = re.compile(r"(\d+(\.\d+)?|\.\d+)(ms|s|m|h|d)?")

@@ -17,16 +17,16 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from flux_minicluster.core.errors import (
+from flux_minicluster.core.base.errors import (
     MAX_REPORTED,
     Problem,
     format_path,
     short_repr,
     unknown_key,
 )
-from flux_minicluster.core.spec import V1ALPHA1_HINTS, MiniClusterSpec
+from flux_minicluster.core.spec.models import V1ALPHA1_HINTS, MiniClusterSpec
 
-# Fields a v1alpha1 document spells differently (core/v1alpha1.py converts them), and what a
+# Fields a v1alpha1 document spells differently (core/spec/v1alpha1.py converts them), and what a
 # v1alpha2 document writes instead, keyed by the model they sat on. The v1alpha1 features the one
 # internal model keeps (users, fluxRestful, cores, ...) are refused by the model itself in a
 # v1alpha2 document (spec.v1alpha1_only).

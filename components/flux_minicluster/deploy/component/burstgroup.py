@@ -22,11 +22,12 @@ from typing import Any, TypedDict
 
 import pulumi
 
-from flux_minicluster.core import jsonvalues, names, placeholders
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base import jsonvalues, placeholders
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.kube import names
+from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.render import broker
-from flux_minicluster.core.spec import BurstedCluster, FluxBroker
+from flux_minicluster.core.spec.models import BurstedCluster, FluxBroker
 from flux_minicluster.core.validation.crossfield import burst_membership_problem
 from flux_minicluster.deploy.component.usererror import in_apply
 

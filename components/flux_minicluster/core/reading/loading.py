@@ -15,10 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from flux_minicluster.core import documents, layout, placeholders, yamlio
-from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
-from flux_minicluster.core.errors import Problem, SpecError, key_path
-from flux_minicluster.core.spec import (
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.base.errors import Problem, SpecError, key_path
+from flux_minicluster.core.reading import documents, yamlio
+from flux_minicluster.core.spec.definition import (
+    DEFAULT_NAMESPACE,
+    MiniClusterDefinition,
+    claim_name,
+)
+from flux_minicluster.core.spec.models import (
     API_VERSION,
     API_VERSION_V1ALPHA1,
     KIND,
@@ -371,7 +376,7 @@ def _validate_spec(
     origins: dict[str, str] = {}
     if api_version == API_VERSION_V1ALPHA1:
         # Its own models are built only for a v1alpha1 document: a v1alpha2 run never pays.
-        from flux_minicluster.core import v1alpha1
+        from flux_minicluster.core.spec import v1alpha1
 
         try:
             conversion = v1alpha1.convert(data, name)
