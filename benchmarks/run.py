@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from report import machine, table  # noqa: E402
 
-from flux_minicluster.core import plan  # noqa: E402
-from flux_minicluster.core.loading import parse  # noqa: E402
+from flux_minicluster.core.planning import plan  # noqa: E402
+from flux_minicluster.core.reading.loading import parse  # noqa: E402
 from flux_minicluster.core.render.manifests import render, to_yaml  # noqa: E402
 
 SIZES = (1, 64, 1024, 16384, 65536)

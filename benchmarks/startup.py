@@ -47,7 +47,7 @@ CORPUS_TARGET_S = 0.5
 # imported and nothing else: the floor under `validate` while it runs the one implementation.
 LIBRARIES = "from pydantic import BaseModel; import jinja2, yaml"
 # Its own import time is the building of the spec's pydantic models (class creation, schemas).
-SPEC_MODULE = "flux_minicluster.core.spec"
+SPEC_MODULE = "flux_minicluster.core.spec.models"
 PROJECT = "flux-minicluster"
 IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 

@@ -52,7 +52,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent / "components")
 if _PACKAGE_ROOT not in sys.path:
     sys.path.insert(0, _PACKAGE_ROOT)
 
-from flux_minicluster.core import stackoutputs  # noqa: E402
+from flux_minicluster.core.deployed import stackoutputs  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
 from flux_minicluster.policy import stackref  # noqa: E402
 from flux_minicluster.policy.model import Manifest, Rule  # noqa: E402

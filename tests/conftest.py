@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support.corpus import load_one
 
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, render
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 if TYPE_CHECKING:
     from flux_minicluster.deploy.component.awaiting import Wait
@@ -192,17 +192,17 @@ def run_pulumi() -> Callable[..., ProgramRun[Any]]:
 @pytest.fixture
 def rule_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the MiniClusters the cross-field rules ran on, in order, from here on: every
-    run goes through ``validation.check_semantics``, the one function that runs them all."""
-    from flux_minicluster.core import validation
+    run goes through ``crossfield.check_semantics``, the one function that runs them all."""
+    from flux_minicluster.core.validation import crossfield
 
     runs: list[str] = []
-    rules = validation.check_semantics
+    rules = crossfield.check_semantics
 
     def counted(mc: Any, **options: Any) -> Any:
         runs.append(mc.name)
         return rules(mc, **options)
 
-    monkeypatch.setattr(validation, "check_semantics", counted)
+    monkeypatch.setattr(crossfield, "check_semantics", counted)
     return runs
 
 

@@ -19,7 +19,7 @@ PACKAGE = Path(flux_minicluster.__file__).parent
 
 # module -> the literal blocks that are not code, each with why (in order of appearance)
 NOT_CODE = {
-    "flux_minicluster.core.quantity": ["the grammar of a quantity, in BNF"],
+    "flux_minicluster.core.kube.quantity": ["the grammar of a quantity, in BNF"],
     "flux_minicluster.policy.stackref": ["the shape of a dict, with '...' for the rest"],
 }
 

@@ -16,8 +16,8 @@ import pytest
 from support.manifestcases import ByKind, JobPod, Rendered, mini
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.kube import labels as lbl
 
 
 def test_refusals_are_each_releases_schema_errors_then_the_sets_own() -> None:

@@ -51,8 +51,8 @@ def test_wheel_has_the_console_script(wheel: Path) -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "flux_minicluster.core.definition",
-        "flux_minicluster.core.validation",
+        "flux_minicluster.core.spec.definition",
+        "flux_minicluster.core.validation.crossfield",
         "flux_minicluster.policy",
     ],
 )
@@ -79,7 +79,11 @@ def test_core_modules_import_without_pulumi(module: str) -> None:
         ("flux_minicluster", ["pulumi", "pulumi_kubernetes", "pydantic", "jinja2", "yaml"]),
         (
             "flux_minicluster.deploy.component.minicluster",
-            ["flux_minicluster.policy", "flux_minicluster.cli", "flux_minicluster.core.v1alpha1"],
+            [
+                "flux_minicluster.policy",
+                "flux_minicluster.cli",
+                "flux_minicluster.core.spec.v1alpha1",
+            ],
         ),
     ],
 )

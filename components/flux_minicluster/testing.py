@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.runtime.mocks import MockResourceArgs
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 from flux_minicluster.deploy.offline.recorder import (
     COMMAND_TYPE,
     ProgramRun,

@@ -12,7 +12,7 @@ import yaml
 from support.cli import minicluster
 
 from flux_minicluster.cli.curvecerts import STATE_ENV
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,9 @@ import yaml
 from support.cli import minicluster
 
 from flux_minicluster.cli.curvecerts import STATE_ENV
-from flux_minicluster.core import certificate, layout
-from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.kube import labels as lbl
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello-world.yaml"
@@ -118,7 +119,7 @@ def test_namespace_option_and_a_spec_certificate(tmp_path: Path) -> None:
 
 
 def test_the_curve_cert_option_wins_over_the_spec_certificate(tmp_path: Path) -> None:
-    # The one precedence (core.certificate.choose), as the component's curve_cert argument.
+    # The one precedence (core.flux.certificate.choose), as the component's curve_cert argument.
     in_spec = certificate.render(certificate.generate("flux-cert", "mc-0"))
     given = certificate.render(certificate.generate("flux-given", "mc-0"))
     (tmp_path / "given.cert").write_text(given)

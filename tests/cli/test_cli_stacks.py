@@ -11,7 +11,8 @@ import pytest
 import yaml
 from support.cli import edit_stack, minicluster, project_copy
 
-from flux_minicluster.core import certificate, layout
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.flux import certificate
 
 P = "flux-minicluster"
 
@@ -130,7 +131,7 @@ def _plain_stack_cert(config: dict[str, Any]) -> None:
 
 
 def test_render_stack_curve_cert_wins_over_the_specs_as_everywhere(tmp_path: Path) -> None:
-    """The one precedence (core.certificate.choose): --curve-cert is the deployer's certificate
+    """The one precedence (core.flux.certificate.choose): --curve-cert is the deployer's certificate
     and wins over the spec's flux.curveCert for a stack as for a file; a stack file that gives
     another one in plain text contradicts it and is refused."""
     project = project_copy(tmp_path / "p")

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from support.v1alpha1cases import APP, by, v1
 
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.reading.loading import parse
 
 
 def test_with_a_curve_cert_secret_the_certificate_must_be_the_one_it_holds(
@@ -22,8 +22,8 @@ def test_with_a_curve_cert_secret_the_certificate_must_be_the_one_it_holds(
     must describe the certificate the brokers mount, which only the caller can give."""
     from flux_minicluster import MiniCluster
     from flux_minicluster.cli.render import render_file
-    from flux_minicluster.core import certificate
-    from flux_minicluster.core import labels as lbl
+    from flux_minicluster.core.flux import certificate
+    from flux_minicluster.core.kube import labels as lbl
     from flux_minicluster.deploy.offline.recorder import COMMAND_TYPE, RegistrationRecorder
 
     doc = v1({"flux": {"curveCertSecret": "site-curve"}, "containers": [{**APP, "command": "x"}]})

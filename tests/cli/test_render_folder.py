@@ -22,9 +22,9 @@ import pytest
 from support.cli import minicluster
 
 from flux_minicluster.cli import folders
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_file
-from flux_minicluster.core.plan import build
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.planning.plan import build
+from flux_minicluster.core.reading.loading import load_file
 from flux_minicluster.core.render.manifests import render
 
 ROOT = Path(__file__).resolve().parents[2]

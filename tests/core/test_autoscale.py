@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from support.autoscalecases import document
 
-from flux_minicluster.core import autoscale, kubeversion, scaler
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse
-from flux_minicluster.core.plan import build as build_plan
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.inpod import scaler
+from flux_minicluster.core.inpod.scaler import Decision, Observation, decide
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.planning import autoscale
+from flux_minicluster.core.planning.plan import build as build_plan
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.core.scaler import Decision, Observation, decide
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "autoscale.yaml"

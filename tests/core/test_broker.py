@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flux_minicluster.core import hostlist
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.base.templating import shquote, toml_string
+from flux_minicluster.core.flux import hostlist
+from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.render.broker import broker_toml
-from flux_minicluster.core.spec import MiniClusterSpec
-from flux_minicluster.core.templating import shquote, toml_string
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
+from flux_minicluster.core.spec.models import MiniClusterSpec
 
 NAME = "flux-sample"
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from support.corpus import V1ALPHA2
 from support.curveexchange import exchange
 
-from flux_minicluster.core.certificate import (
+from flux_minicluster.core.flux.certificate import (
     CertificateError,
     CurveCertificate,
     curve_public,
@@ -71,7 +71,7 @@ def test_our_curve_public_is_libzmqs(secret: bytes) -> None:
 
 def test_checking_a_certificate_does_not_import_pyzmq() -> None:
     code = (
-        "import sys; from flux_minicluster.core.certificate import parse; "
+        "import sys; from flux_minicluster.core.flux.certificate import parse; "
         f"parse({VALID!r}); print('zmq' in sys.modules)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -308,7 +308,7 @@ def test_keygen_command_errors_are_one_line(args: list[str], status: int, fragme
 
 
 def test_validate_path_does_not_import_zmq() -> None:
-    code = "import sys, flux_minicluster.core.certificate; print('zmq' in sys.modules)"
+    code = "import sys, flux_minicluster.core.flux.certificate; print('zmq' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )

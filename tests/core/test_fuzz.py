@@ -43,12 +43,12 @@ from support.strategies import (
 )
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError, key_path
-from flux_minicluster.core.loading import load_text, parse
+from flux_minicluster.core.base.errors import SpecError, key_path
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_text, parse
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.core.spec import (
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
+from flux_minicluster.core.spec.models import (
     Container,
     FluxSpec,
     Logging,
@@ -77,7 +77,7 @@ def unexplained(problems: list[str]) -> list[str]:
     return left
 
 
-# --- an oracle for hostlists, independent of flux_minicluster.core.hostlist ----------------------
+# --- an oracle for hostlists, independent of flux_minicluster.core.flux.hostlist -----------------
 
 
 # flux-core refuses a hostlist range of more hosts than this. The oracle refuses it too, at
@@ -291,7 +291,7 @@ def test_any_value_at_all_is_a_spec_error_or_a_definition(value: Any) -> None:
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=400) | st.binary(max_size=400))
 def test_any_file_content_is_a_spec_error_or_a_definition(content: str | bytes) -> None:
-    from flux_minicluster.core import yamlio
+    from flux_minicluster.core.reading import yamlio
 
     with contextlib.suppress(SpecError):
         text = yamlio.decode(content, "fuzz.yaml") if isinstance(content, bytes) else content

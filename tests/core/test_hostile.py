@@ -32,11 +32,11 @@ import yaml
 from support.scriptharness import bash_syntax_errors
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_file
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_file
 from flux_minicluster.core.render.manifests import render
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 ANY_PATH = "<any>"
 MAX_PROBLEM_LINE = 2000
@@ -294,7 +294,7 @@ def heredoc_carries(text: str) -> Check:
 
 def hosts_are(count: int) -> Check:
     def check(mc: MiniClusterDefinition, manifests: Manifests, tmp: Path) -> None:
-        from flux_minicluster.core import hostlist
+        from flux_minicluster.core.flux import hostlist
 
         assert hostlist.count(entrypoint(manifests)["hostlist"].strip()) == count
 
@@ -326,7 +326,7 @@ class Case:
         return yaml.safe_dump(self.input, sort_keys=False, allow_unicode=True).encode()
 
 
-BUG_VALIDATION = "core/validation.py accepts it; the API server or the pod refuses it"
+BUG_VALIDATION = "core/validation accepts it; the API server or the pod refuses it"
 
 CASES = [
     # --- names ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flux_minicluster.core.hostlist import (
+from flux_minicluster.core.flux.hostlist import (
     HostlistError,
     block,
     compress,

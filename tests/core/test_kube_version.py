@@ -18,11 +18,12 @@ import pytest
 from support.kubeversioncases import job_of, rendering_of
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import completion, exitcodes, kubeversion
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.kubeversion import JobField, KubeVersion
-from flux_minicluster.core.loading import load_file
+from flux_minicluster.core.base import exitcodes
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.kube import completion, kubeversion
+from flux_minicluster.core.kube.kubeversion import JobField, KubeVersion
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_file
 from flux_minicluster.core.render import jobfields, readiness
 from flux_minicluster.core.render.manifests import render
 
@@ -191,5 +192,5 @@ def test_every_broker_and_no_sidecar_has_the_readiness_probe(source: str) -> Non
 
 def test_a_new_release_replaces_the_job_where_a_field_cannot_change() -> None:
     # every field the API server keeps immutable is one the renderer may add or drop: the new
-    # Job fields, and a queued MiniCluster's managedBy (core.queueing)
+    # Job fields, and a queued MiniCluster's managedBy (core.kube.queueing)
     assert set(jobfields.IMMUTABLE) <= {*NEW_FIELDS, "managedBy"}

@@ -20,11 +20,13 @@ from support.corpus import EXAMPLES, load_one, spec_files
 from support.manifestcases import ByKind, JobPod, Rendered, mini
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import certificate, kubeversion, layout, placeholders
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, to_yaml
 
 ROOT = Path(__file__).resolve().parents[2]

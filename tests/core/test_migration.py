@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from flux_minicluster.core import certificate, plan
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.planning import plan
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
 
 ROOT = Path(__file__).resolve().parents[2]

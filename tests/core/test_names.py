@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from flux_minicluster.core.names import (
+from flux_minicluster.core.kube.names import (
     dns1035_label,
     dns1123_label,
     dns1123_subdomain,

@@ -16,7 +16,8 @@ import pytest
 from support.corpus import load_one
 from support.plancases import once_each
 
-from flux_minicluster.core import loading, plan
+from flux_minicluster.core.planning import plan
+from flux_minicluster.core.reading import loading
 from flux_minicluster.core.render import manifests
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from flux_minicluster.core.quantity import parse_quantity
+from flux_minicluster.core.kube.quantity import parse_quantity
 
 
 @pytest.mark.parametrize(

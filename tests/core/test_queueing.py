@@ -13,8 +13,8 @@ import dataclasses
 import pytest
 from support.queuecases import CERT, Build, spec
 
-from flux_minicluster.core import kubeversion, queueing
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.kube import kubeversion, queueing
 from flux_minicluster.core.render.manifests import render
 
 

@@ -25,11 +25,11 @@ import pytest
 from support.corpus import V1ALPHA1, V1ALPHA2, corpus_files, load_one, spec_files
 from support.scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox, signals_as_a_container_has_them
 
-from flux_minicluster.core import layout, templating
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.exitcodes import SETUP_FAILED
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import layout, templating
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.base.exitcodes import SETUP_FAILED
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import (
     CUSTOM_SCRIPT,
     DIAGNOSTICS,

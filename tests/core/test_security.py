@@ -15,11 +15,11 @@ import pytest
 from support.corpus import load_one
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
 
 ROOT = Path(__file__).resolve().parents[2]

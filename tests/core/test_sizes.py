@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from support.sizecases import JUST_UNDER, TOO_LARGE, render_unchecked
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import limits
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse
-from flux_minicluster.core.plan import build
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.kube import limits
+from flux_minicluster.core.planning.plan import build
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
 
 

@@ -11,12 +11,12 @@ import pytest
 from support.corpus import EXAMPLES, corpus_files
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core import validation
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import V1ALPHA2_NOTES, load_file, load_text, parse
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import V1ALPHA2_NOTES, load_file, load_text, parse
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
+from flux_minicluster.core.spec.models import DEFAULT_VIEW_IMAGE
+from flux_minicluster.core.validation import crossfield
 
 
 @pytest.mark.parametrize("path", corpus_files())
@@ -843,7 +843,7 @@ def test_objects_the_cluster_refuses_are_refused_first(
         doc = copy.deepcopy(base())
         for dotted, value in mutations.items():
             _set(doc, dotted, value)
-        monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
+        monkeypatch.setattr(crossfield, "check_semantics", lambda definition, **_: [])
         refusals = kubecheck.refusals(render(plans.build(parse(doc))).objects())
         assert any(server in r for r in refusals), refusals
 
@@ -990,7 +990,7 @@ def test_a_type_error_in_metadata_does_not_hide_the_specs_problems() -> None:
         ("a: 1\na: 2\n", "duplicate key"),
         ("a: 1\nb: *nope\n", "line 2, column 4: found undefined alias 'nope'"),
         ("a: &x 1\nb: &x 2\n", "line 2, column 4: found duplicate anchor 'x'"),
-        # the limits on what a hand-written spec may hold (core/yamlio.py), at the line
+        # the limits on what a hand-written spec may hold (core/reading/yamlio.py), at the line
         ("a: 1\nb: " + "[" * 64 + "]" * 64 + "\n", "line 2: nested deeper than 64 levels"),
         ("a: &a 1\nb: [" + ",".join(["*a"] * 201) + "]\n", "line 2: more than 200 YAML aliases"),
         ("a: 1\nb: [" + "1," * 20_000 + "]\n", "line 2: more than 20000 values"),

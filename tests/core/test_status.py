@@ -11,8 +11,8 @@ from typing import Any, get_args
 
 import pytest
 
-from flux_minicluster.core import status
-from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+from flux_minicluster.core.deployed import status
+from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 
 NAME = "flux-hello"
 UID = "6f1c1e0a-0000-4000-8000-000000000001"

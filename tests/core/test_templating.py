@@ -52,7 +52,7 @@ def _plant(folder: Path) -> None:
     with write access to the folder could put there."""
     import jinja2
 
-    from flux_minicluster.core import templating
+    from flux_minicluster.core.base import templating
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(templating.template_dir()))
     cache = jinja2.FileSystemBytecodeCache(str(folder))

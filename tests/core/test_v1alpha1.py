@@ -20,10 +20,12 @@ from support.corpus import V1ALPHA1, corpus_files
 from support.v1alpha1cases import APP, Manifest, by, v1
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import credentials, kubeversion, layout
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_file, load_text, parse
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.flux import credentials
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_file, load_text, parse
 from flux_minicluster.core.render.manifests import render
 
 
@@ -273,7 +275,7 @@ def test_derived_secrets_are_stable_and_follow_the_certificate(curve_cert: str) 
     another machine), a rotation changes every one of them, and none repeats another."""
     import base64
 
-    from flux_minicluster.core import certificate
+    from flux_minicluster.core.flux import certificate
 
     other = certificate.render(certificate.generate("x", "x-0"))
     values = {name: derive(curve_cert) for name, derive in DERIVED.items()}

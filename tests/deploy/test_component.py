@@ -21,16 +21,16 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout, placeholders
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.certificate import generate, parse, render
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse as parse_definition
-from flux_minicluster.core.loading import with_deferred_group
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.flux.certificate import generate, parse, render
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse as parse_definition
+from flux_minicluster.core.reading.loading import with_deferred_group
 from flux_minicluster.core.render import jobfields
 from flux_minicluster.core.render import manifests as rendering
-from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.core.spec.models import MiniClusterSpec
 from flux_minicluster.deploy.component.awaiting import (
     DELETION_PROPAGATION_ANNOTATION,
     JOB_HASH_ANNOTATION,

@@ -11,7 +11,7 @@ import pulumi
 import pytest
 from support.autoscalecases import document
 
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base.errors import SpecError
 from flux_minicluster.deploy.component.minicluster import (
     JOB_IGNORE_CHANGES,
     OUTPUTS,

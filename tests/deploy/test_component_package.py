@@ -255,7 +255,7 @@ def test_spec_is_typed_with_every_v1alpha2_field_of_the_model() -> None:
     from pydantic import BaseModel
     from pydantic.alias_generators import to_camel
 
-    from flux_minicluster.core.spec import MiniClusterSpec
+    from flux_minicluster.core.spec.models import MiniClusterSpec
 
     served = json.loads(GOLDEN_SCHEMA.read_text())
     types = served["types"]
@@ -320,9 +320,9 @@ def undescribed_spec_fields(types: dict[str, Any]) -> tuple[list[str], int]:
 
 def test_every_spec_type_and_field_is_described() -> None:
     """The SDKs of other languages document each field of a typed ``spec`` with the schema's
-    description, taken from the model's class and attribute docstrings (``core/spec.py``): every
-    type a spec reaches, and every property of one, has a description."""
+    description, taken from the model's class and attribute docstrings (``core/spec/models.py``):
+    every type a spec reaches, and every property of one, has a description."""
     types = json.loads(GOLDEN_SCHEMA.read_text())["types"]
     missing, looked = undescribed_spec_fields(types)
-    assert not missing, f"add a docstring in core/spec.py for: {', '.join(missing)}"
+    assert not missing, f"add a docstring in core/spec/models.py for: {', '.join(missing)}"
     assert looked > 200

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from support.queuecases import CERT, spec
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import queueing
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.kube import queueing
 from flux_minicluster.deploy.component import awaiting, queued
 from flux_minicluster.deploy.component.minicluster import JOB_IGNORE_CHANGES, MiniCluster
 from flux_minicluster.deploy.offline.recorder import (

@@ -26,13 +26,13 @@ import pulumi
 import pytest
 from support.scriptharness import signals_as_a_container_has_them
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.certificate import CurveCertificate, parse
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import parse as parse_definition
-from flux_minicluster.core.spec import DEFAULT_VIEW_IMAGE
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.flux.certificate import CurveCertificate, parse
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse as parse_definition
+from flux_minicluster.core.spec.models import DEFAULT_VIEW_IMAGE
 from flux_minicluster.deploy.component import keygen
 from flux_minicluster.deploy.component.keygen import (
     KeygenSettings,

@@ -15,8 +15,10 @@ import yaml
 from support.plancases import once_each
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import hostlist, labels, layout
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.flux import hostlist
+from flux_minicluster.core.kube import labels
 from flux_minicluster.deploy.offline.recorder import (
     RegistrationRecorder,
     plain,
@@ -222,7 +224,8 @@ def test_a_burst_that_does_not_fit_its_root_is_refused(
 def test_a_burst_may_fill_fewer_ranks_than_its_root_declares(
     rendered: dict[str, stackrender.StackRendering],
 ) -> None:
-    # The one membership rule (core.validation.burst_membership_problem): at most, not exactly.
+    # The one membership rule (core.validation.crossfield.burst_membership_problem): at most,
+    # not exactly.
     config = _config("eks-burst")
     config[f"{PROJECT}:minicluster"]["spec"]["spec"]["size"] = 1
     run = _run(config, _root_outputs(rendered))
@@ -461,7 +464,7 @@ def test_the_cross_field_rules_run_once_per_stack(
 ) -> None:
     # A stack settles its role, a burst's group and its cloud's defaults before the one parse
     # (StackConfig.settle), and the component takes the parsed definition as it is: the rules
-    # (validation.check_semantics, the one function that runs them all) see each stack once.
+    # (crossfield.check_semantics, the one function that runs them all) see each stack once.
     run = _run(_config(stack), _root_outputs(rendered))
     (job,) = [r for r in run.resources if r.typ == "kubernetes:batch/v1:Job"]
     assert rule_runs == [plain(job.inputs)["metadata"]["name"]]

@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from flux_minicluster import MiniCluster
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 from flux_minicluster.deploy.offline.recorder import RegistrationRecorder
 from flux_minicluster.testing import MiniClusterMocks, run
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from support.v1alpha1cases import APP, v1
 
-from flux_minicluster.core import credentials
+from flux_minicluster.core.flux import credentials
 
 
 def test_the_component_exports_the_restful_server_and_keeps_its_secrets(

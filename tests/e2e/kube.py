@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from controlplane import ControlPlane, object_path
 
-from flux_minicluster.core.quantity import parse_quantity
+from flux_minicluster.core.kube.quantity import parse_quantity
 
 MANAGED_BY = "app.kubernetes.io/managed-by=flux-minicluster"
 # What a MiniCluster creates, namespaced and not: checked for leftovers after a destroy.

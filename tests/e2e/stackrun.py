@@ -73,7 +73,7 @@ def copy_project(dest: Path) -> Path:
 
 def new_certificate(name: str) -> str:
     """A CURVE certificate as `flux keygen` writes it, for flux-minicluster:curveCert."""
-    from flux_minicluster.core import certificate
+    from flux_minicluster.core.flux import certificate
 
     return certificate.render(certificate.generate(name, f"{name}-0"))
 

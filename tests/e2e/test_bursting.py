@@ -22,7 +22,7 @@ from controlplane import ControlPlane
 from kube import managed_objects
 from stackrun import PREFIX, Engine, Stack, StackError, copy_project, new_certificate
 
-from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core.flux import certificate as certificates
 
 ROOT_STACK = "organization/flux-minicluster/gke-root"
 NODE_PORT = 30850

@@ -13,7 +13,7 @@ from controlplane import ControlPlane
 from kube import condition, job, uid, wait_until
 from stackrun import PREFIX, Engine, Stack, child_operation, kill_group, new_certificate
 
-from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core.flux import certificate as certificates
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "flux-local"

@@ -1,5 +1,5 @@
 """An elastic MiniCluster with real Flux brokers under the real Job controller: the scaler rank 0
-runs (core/scaler.py) grows its own Job when work waits for nodes and gives idle ranks back.
+runs (core/inpod/scaler.py) grows its own Job when work waits for nodes and gives idle ranks back.
 
 Through `pulumi up` on a control plane whose node is the node agent (its pods reach the API
 server through the agent's relay, as a kubelet's pods reach the `kubernetes` Service):
@@ -30,7 +30,7 @@ from fluxnodes import FluxPlane
 from kube import wait_until
 from stackrun import PREFIX, Engine, Stack, changes_of, copy_project, new_certificate
 
-from flux_minicluster.core import autoscale
+from flux_minicluster.core.planning import autoscale
 
 pytestmark = pytest.mark.flux
 

@@ -38,10 +38,10 @@ from fluxnodes import UP_BROKERS, FluxPlane, deploy
 from kube import condition, job, wait_until
 from stackrun import Engine
 
-from flux_minicluster.core import kubeversion
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.loading import parse
-from flux_minicluster.core.queueing import KUEUE_MANAGED_BY
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.kube.queueing import KUEUE_MANAGED_BY
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.policy.rules import FAILURE_POLICY_NEEDS_NEVER
 

@@ -29,7 +29,7 @@ from fluxnodes import UP_BROKERS, FluxPlane, deploy, wait_job_complete
 from kube import condition, job, wait_until
 from stackrun import Engine
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = REPO.parent / "shared" / "compat" / "flux-operator-tests"

@@ -35,8 +35,8 @@ from realcli import Cli, holds, plain, require_flux
 from stackrun import PREFIX, copy_project
 from support.curveexchange import exchange
 
-from flux_minicluster.core import certificate
-from flux_minicluster.core.certificate import CurveCertificate
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.flux.certificate import CurveCertificate
 
 if TYPE_CHECKING:  # the fixtures' types; tests/conftest.py is also a module named conftest
     from conftest import Toolchain

@@ -43,7 +43,7 @@ from kueueplane import (
 )
 from stackrun import PREFIX, Engine, StackError, changes_of
 
-from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 
 pytestmark = pytest.mark.needs("kueue")
 

@@ -25,7 +25,7 @@ from controlplane import COMPLETE_AFTER, ControlPlane
 from kube import as_stored, condition, differences, job, live, managed_objects, read_rendered, uid
 from stackrun import PREFIX, Engine, Stack, new_certificate, venv_prefix
 
-from flux_minicluster.core import certificate as certificates
+from flux_minicluster.core.flux import certificate as certificates
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = yaml.safe_load((REPO / "examples" / "hello-world.yaml").read_text())
@@ -310,7 +310,7 @@ def test_wait_modes(
 def test_a_release_that_cannot_resize_a_job_gets_a_new_job_of_the_new_size(
     module_control_plane: ControlPlane, engine: Engine, project: Path
 ) -> None:
-    """Targeting 1.27 (ElasticIndexedJob rendered from 1.28: see core/kubeversion.py), a new
+    """Targeting 1.27 (ElasticIndexedJob rendered from 1.28: see core/kube/kubeversion.py), a new
     size is a new Job: the size patch would change ``completions``, which the API server of
     1.25 and 1.26 refuses on a live Job. This API server would take the patch; what is proven
     here is the engine's plan, a replacement that leaves the new size running and no drift."""

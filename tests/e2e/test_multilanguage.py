@@ -48,7 +48,7 @@ from polyglot import (
 )
 from pulumi import automation as auto
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 from flux_minicluster.deploy.component.minicluster import TYPE, MiniCluster
 
 if TYPE_CHECKING:  # the fixtures' types; tests/conftest.py is also a module named conftest

@@ -41,7 +41,7 @@ from controlplane import ControlPlane
 from kube import wait_until
 from realcli import REPO, Cli, copy_checkout, flux_bin_dir, holds, plain
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 
 if TYPE_CHECKING:  # the fixtures' types; tests/conftest.py is also a module named conftest
     from conftest import Toolchain

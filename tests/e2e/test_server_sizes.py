@@ -1,4 +1,4 @@
-"""Kubernetes' size limits, offline (``core.limits.size_problems``) against a real API server.
+"""Kubernetes' size limits, offline (``core.kube.limits.size_problems``) against a real API server.
 
 A dry run stops before storage, so these objects are created for real (and deleted): the size
 of what etcd stores is only judged on a write. Three things are compared:
@@ -27,7 +27,7 @@ import pytest
 from controlplane import ControlPlane, collection_path, object_path
 from support.sizecases import JUST_UNDER, TOO_LARGE, render_unchecked, spec
 
-from flux_minicluster.core import limits
+from flux_minicluster.core.kube import limits
 
 pytestmark = pytest.mark.e2e
 

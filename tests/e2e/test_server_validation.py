@@ -40,11 +40,11 @@ from support.corpus import EXAMPLES, load_one, spec_files
 from support.strategies import mutated_cases, spec_cases
 
 from flux_minicluster import kubecheck
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError
-from flux_minicluster.core.loading import load_text, parse
+from flux_minicluster.core.base.errors import SpecError
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_text, parse
 from flux_minicluster.core.render.manifests import lead_service, render
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 REPO = Path(__file__).resolve().parents[2]
 RESTRICTED_EXAMPLE = "restricted.yaml"  # written to pass Pod Security's restricted level
@@ -164,7 +164,7 @@ def provide_references(cp: ControlPlane, objs: list[Manifest]) -> None:
 
 
 def kubecheck_name_problem(name: str) -> bool:
-    from flux_minicluster.core import names
+    from flux_minicluster.core.kube import names
 
     return names.dns1123_subdomain(name) is not None
 
@@ -977,7 +977,7 @@ def test_validation_rules_refuse_what_the_server_refuses(
     spec.flux, refuses a spec whose rendering the API server refuses (with the rule off),
     naming the same value, or whose pods could never start; the control case's objects all
     pass."""
-    from flux_minicluster.core import validation
+    from flux_minicluster.core.validation import crossfield
 
     if path is None:
         parse(doc)
@@ -985,7 +985,7 @@ def test_validation_rules_refuse_what_the_server_refuses(
         with pytest.raises(SpecError) as problems:
             parse(doc)
         assert [p.path for p in problems.value.problems] == [path]
-    monkeypatch.setattr(validation, "check_semantics", lambda definition, **_: [])
+    monkeypatch.setattr(crossfield, "check_semantics", lambda definition, **_: [])
     objs = objects_of(parse(doc))
     provide_references(module_control_plane, objs)
     verdicts = {ident(o): module_control_plane.dry_run(o) for o in objs}

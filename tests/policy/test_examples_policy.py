@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.core import labels
+from flux_minicluster.core.kube import labels
 from flux_minicluster.policy import checker
 
 ROOT = Path(__file__).resolve().parents[2]

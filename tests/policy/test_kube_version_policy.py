@@ -8,8 +8,8 @@ from pathlib import Path
 
 from support.kubeversioncases import job_of
 
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.loading import load_file
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import load_file
 from flux_minicluster.core.render.manifests import render
 from flux_minicluster.policy import checker
 from flux_minicluster.policy.rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER

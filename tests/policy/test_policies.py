@@ -46,10 +46,10 @@ from pulumi_policy.proxy import (  # noqa: E402
     unknown_checking_proxy,
 )
 
-from flux_minicluster.core import labels as lbl  # noqa: E402
-from flux_minicluster.core import layout  # noqa: E402
-from flux_minicluster.core import stackoutputs as so  # noqa: E402
-from flux_minicluster.core.errors import SpecError  # noqa: E402
+from flux_minicluster.core.base import layout  # noqa: E402
+from flux_minicluster.core.base.errors import SpecError  # noqa: E402
+from flux_minicluster.core.deployed import stackoutputs as so  # noqa: E402
+from flux_minicluster.core.kube import labels as lbl  # noqa: E402
 from flux_minicluster.policy import checker  # noqa: E402
 from flux_minicluster.policy import manifest as mf  # noqa: E402
 from flux_minicluster.policy.model import Manifest  # noqa: E402
@@ -1038,7 +1038,7 @@ def test_stack_reference_manifest() -> None:
 
 
 def test_the_rules_read_only_outputs_the_root_program_exports() -> None:
-    from flux_minicluster.core.stackoutputs import ROOT_OUTPUTS, stack_output_name
+    from flux_minicluster.core.deployed.stackoutputs import ROOT_OUTPUTS, stack_output_name
     from flux_minicluster.deploy.component.minicluster import OUTPUTS
 
     exported = {*ROOT_OUTPUTS, *(stack_output_name(o) for o in OUTPUTS)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
+from flux_minicluster.core.kube.labels import AUTOSCALE_ANNOTATION
 
 
 def document(annotation: str | None, **spec: Any) -> dict[str, Any]:

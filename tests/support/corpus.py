@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.loading import load_file
+from flux_minicluster.core.reading.loading import load_file
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

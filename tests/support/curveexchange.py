@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zmq
 
-from flux_minicluster.core.certificate import CurveCertificate
+from flux_minicluster.core.flux.certificate import CurveCertificate
 
 POLL_MS = 1500
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from flux_minicluster.core import kubeversion
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import Rendering, render
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.reading.loading import parse
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 
 def mini(name: str = "demo", namespace: str = "hpc", **spec: Any) -> MiniClusterDefinition:

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.core import definition, plan
+from flux_minicluster.core.planning import plan
 from flux_minicluster.core.render import broker, manifests, scripts
-from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.core.spec import definition
+from flux_minicluster.core.spec.models import MiniClusterSpec
 
 # Each derivation, by the one public function that makes it. ``plan.build`` derives every fact of
 # the plan (the rank order, where the broker's files live, the mode, the role, the quorum) and

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core import plan as plans
+from flux_minicluster.core.planning import plan as plans
 
 CERT = (
     (Path(__file__).resolve().parents[1] / "golden" / "fixed-curve.cert")

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import credentials
 from flux_minicluster.core.render.scripts import (
     IMP_CONFIG_DIR,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.core import limits
-from flux_minicluster.core.loading import parse
-from flux_minicluster.core.plan import build
+from flux_minicluster.core.kube import limits
+from flux_minicluster.core.planning.plan import build
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
 
 

@@ -281,7 +281,7 @@ def resources() -> st.SearchStrategy[dict[str, Json]]:
 
 
 def _requests_within_limits(resources: dict[str, Json]) -> dict[str, Json]:
-    from flux_minicluster.core.quantity import parse_quantity
+    from flux_minicluster.core.kube.quantity import parse_quantity
 
     limits = resources.get("limits", {})
     for name, request in resources.get("requests", {}).items():
@@ -731,7 +731,7 @@ def _kube_fields() -> set[str]:
     import json
     from importlib.resources import files
 
-    from flux_minicluster.core import kubeversion
+    from flux_minicluster.core.kube import kubeversion
 
     schemas = files("kubernetes_validate") / "kubernetes-json-schema"
     folder = schemas / f"v{kubeversion.DEFAULT}.0-local-strict"
@@ -750,7 +750,8 @@ def _unknown_key_alphabet() -> list[str]:
     and the fields of the Kubernetes objects a MiniCluster becomes."""
     import builtins
 
-    from flux_minicluster.core import spec, v1alpha1
+    from flux_minicluster.core.spec import models as spec
+    from flux_minicluster.core.spec import v1alpha1
 
     tags = {
         "int", "float", "str", "bool", "bytes", "list", "dict", "tuple", "set", "None",

@@ -21,12 +21,12 @@ from typing import Any
 
 from flux_minicluster.cli import curvecerts
 from flux_minicluster.cli.notices import internal_error, problem_records, warn
-from flux_minicluster.core import plan
-from flux_minicluster.core import stackoutputs as so
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.loading import parse
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.deployed import stackoutputs as so
+from flux_minicluster.core.planning import plan
+from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import render
-from flux_minicluster.core.spec import KIND
+from flux_minicluster.core.spec.models import KIND
 from flux_minicluster.deploy.component import awaiting
 from flux_minicluster.policy import checker
 from flux_minicluster.policy.rules import ALL_RULES

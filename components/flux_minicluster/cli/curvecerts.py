@@ -18,7 +18,7 @@ under ``pulumi up`` runs once and is kept in Pulumi's state, prints the certific
 stack (``curve/stacks/<project>/<stack>.cert``); a burst runs no Command and reads its root's, so
 a group rendered together or one stack at a time holds one certificate.
 
-The precedence is the one every surface follows (``core.certificate.choose``): the deployer's
+The precedence is the one every surface follows (``core.flux.certificate.choose``): the deployer's
 ``--curve-cert FILE``, then the spec's ``flux.curveCert``, then the kept certificate. ``check``
 judges what ``render`` would give but never writes: it reads a kept certificate when there is
 one, and otherwise makes one for the run, shared by the MiniClusters of one group, so a root and
@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Final
 
 from flux_minicluster.cli import folders
-from flux_minicluster.core import certificate
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 
 __all__ = ["STATE_ENV", "Certificates", "Chosen", "kept_path", "stack_keeper", "state_dir"]
 

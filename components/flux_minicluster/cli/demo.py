@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli import curvecerts, folders
-from flux_minicluster.core import kubeversion
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.deploy.stack import project, stackrender
 from flux_minicluster.policy import checker
 

@@ -44,8 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from flux_minicluster.core import certificate, documents, yamlio
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.reading import documents, yamlio
 from flux_minicluster.core.render.manifests import to_yaml
 
 __all__ = [

@@ -15,8 +15,9 @@ import shlex
 from pathlib import Path
 from typing import Final
 
-from flux_minicluster.core import names, templating
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base import templating
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.kube import names
 from flux_minicluster.version import __version__
 
 # Template (under templates/project/) -> file written, relative to the new project.

@@ -23,8 +23,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
-from flux_minicluster.core import kubeversion
-from flux_minicluster.core.errors import SpecError, bounded
+from flux_minicluster.core.base.errors import SpecError, bounded
+from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.version import __version__
 
 EXIT_OK = 0
@@ -52,9 +52,9 @@ def _report_format(p: argparse.ArgumentParser, what: str) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from flux_minicluster.cli.notices import problem_records, warn
-    from flux_minicluster.core import plan
-    from flux_minicluster.core.documents import source_name
-    from flux_minicluster.core.loading import load_file
+    from flux_minicluster.core.planning import plan
+    from flux_minicluster.core.reading.documents import source_name
+    from flux_minicluster.core.reading.loading import load_file
     from flux_minicluster.core.render.manifests import render
 
     status = EXIT_OK

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import SpecError, bounded
+from flux_minicluster.core.base.errors import SpecError, bounded
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 
 def warn(source: str, definition: MiniClusterDefinition) -> None:

@@ -26,9 +26,12 @@ from typing import Any
 
 from flux_minicluster.cli import curvecerts, folders
 from flux_minicluster.cli.notices import warn
-from flux_minicluster.core import certificate, kubeversion, layout, limits, plan
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.loading import load_file
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.kube import kubeversion, limits
+from flux_minicluster.core.planning import plan
+from flux_minicluster.core.reading.loading import load_file
 from flux_minicluster.core.render.manifests import render, to_json, to_yaml
 
 EXIT_OK = 0

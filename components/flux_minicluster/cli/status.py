@@ -1,9 +1,9 @@
 """``minicluster status``: what a deployed MiniCluster is doing, from the API server only.
 
-The facts come from ``core.status`` (one interpretation, shared with the component's ``status``
-output); this module only fetches the JSON. It runs ``kubectl get -o json``, so every way a
-kubeconfig can authenticate (exec plugins of the clouds' CLIs, tokens, certificates) works as it
-does for kubectl, and nothing reads Pulumi's state: a stack is only where to look (its config
+The facts come from ``core.deployed.status`` (one interpretation, shared with the component's
+``status`` output); this module only fetches the JSON. It runs ``kubectl get -o json``, so every
+way a kubeconfig can authenticate (exec plugins of the clouds' CLIs, tokens, certificates) works
+as it does for kubectl, and nothing reads Pulumi's state: a stack is only where to look (its config
 file's cluster, namespace and MiniCluster name).
 
 As with kubectl: without ``-n`` the namespace is the kube-context's (else ``default``), and
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.cli.notices import problem_records
-from flux_minicluster.core import status
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.deployed import status
+from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 
 WORKLOADS = "workloads.kueue.x-k8s.io"
 DEFAULT_NAMESPACE = "default"

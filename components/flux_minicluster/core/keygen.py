@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from flux_minicluster.core.certificate import CertificateError, generate, render, write
+from flux_minicluster.core.flux.certificate import CertificateError, generate, render, write
 
 PROG = "python -m flux_minicluster.core.keygen"
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flux_minicluster.core import documents, yamlio
-from flux_minicluster.core.errors import Problem, SpecError
-from flux_minicluster.core.loading import read_documents
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.reading import documents, yamlio
+from flux_minicluster.core.reading.loading import read_documents
 from flux_minicluster.policy import config as cfg
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy import stackref

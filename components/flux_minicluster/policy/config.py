@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from flux_minicluster.core.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.base.errors import Problem, SpecError, unknown_key
 from flux_minicluster.policy.model import ENFORCEMENT_KEY, ConfigLevel, Rule
 
 ALL_KEY = "all"

@@ -1,4 +1,4 @@
-"""Rules over the fields that make a MiniCluster's Job a batch workload (``core.completion``).
+"""Rules over the fields that make a MiniCluster's Job a batch workload (``core.kube.completion``).
 
 The renderer never breaks them; a manifest edited by hand, a transformation or another tool can.
 
@@ -14,9 +14,9 @@ The renderer never breaks them; a manifest edited by hand, a transformation or a
 
 from __future__ import annotations
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.completion import NEVER
-from flux_minicluster.core.plan import Role
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.kube.completion import NEVER
+from flux_minicluster.core.planning.plan import Role
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest, Rule, Settings
 from flux_minicluster.policy.resource_rules import is_minicluster_job

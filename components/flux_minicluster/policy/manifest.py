@@ -14,8 +14,8 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from flux_minicluster.core import jsonvalues
-from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.base import jsonvalues
+from flux_minicluster.core.kube import labels as lbl
 from flux_minicluster.policy.model import Manifest
 
 CLUSTER_SCOPED_KINDS = frozenset(

@@ -5,12 +5,12 @@
 queued Job at creation, but a cluster where the webhook is off, fails open, or is not installed
 yet starts such a Job's pods at once, around the queue and its quota, and Kueue then stops them
 again: brokers that start and die. The renderer always suspends a queued Job
-(``core.queueing``); this catches a Job edited by hand, a transformation, or another tool.
+(``core.kube.queueing``); this catches a Job edited by hand, a transformation, or another tool.
 """
 
 from __future__ import annotations
 
-from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest, Rule, Settings
 

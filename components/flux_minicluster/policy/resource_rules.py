@@ -11,8 +11,9 @@ import ipaddress
 import re
 from typing import Any
 
-from flux_minicluster.core import certificate, layout
-from flux_minicluster.core import labels as lbl
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.kube import labels as lbl
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest, Option, Rule, Settings
 
@@ -192,7 +193,7 @@ def check_job_bounds(m: Manifest, s: Settings) -> list[str]:
             s["maxActiveDeadlineSeconds"],
             "a hung cluster then holds its nodes forever",
         ),
-        # a budget per index (core.completion) stands in for the Job-wide one
+        # a budget per index (core.kube.completion) stands in for the Job-wide one
         _bound_problem(
             spec,
             "backoffLimitPerIndex" if "backoffLimitPerIndex" in spec else "backoffLimit",

@@ -16,10 +16,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from flux_minicluster.core import certificate, hostlist, layout
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import stackoutputs as so
-from flux_minicluster.core.plan import Role
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.deployed import stackoutputs as so
+from flux_minicluster.core.flux import certificate, hostlist
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning.plan import Role
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy import stackref
 from flux_minicluster.policy.model import Manifest, Rule, Settings

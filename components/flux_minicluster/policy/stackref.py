@@ -17,7 +17,7 @@ It has no ``apiVersion``: it is no Kubernetes object, is never applied and never
 manifest file, and rules that look for Kubernetes kinds pass it by. Which burst group a reference
 belongs to is its ``leadName`` output, the root MiniCluster's name, which is also the value of
 the burst-group label on every member's objects. The names of a stack's outputs are
-``core.stackoutputs``'.
+``core.deployed.stackoutputs``'.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import stackoutputs as so
+from flux_minicluster.core.deployed import stackoutputs as so
 from flux_minicluster.policy import manifest as mf
 from flux_minicluster.policy.model import Manifest
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from flux_minicluster.core.autoscale import (
+from flux_minicluster.core.planning.autoscale import (
     CA_FILE,
     TOKEN_DIR,
     TOKEN_FILE,
@@ -26,7 +26,7 @@ from flux_minicluster.core.autoscale import (
     TOKEN_VOLUME,
     Autoscale,
 )
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import meta
 
 __all__ = ["objects", "with_token"]

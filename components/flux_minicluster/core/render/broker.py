@@ -18,9 +18,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-from flux_minicluster.core import layout, placeholders, templating
-from flux_minicluster.core.plan import HostEntry, MiniClusterPlan, with_burst_group
-from flux_minicluster.core.spec import BurstedCluster, FluxBroker
+from flux_minicluster.core.base import layout, placeholders, templating
+from flux_minicluster.core.planning.plan import HostEntry, MiniClusterPlan, with_burst_group
+from flux_minicluster.core.spec.models import BurstedCluster, FluxBroker
 
 __all__ = [
     "BROKER_TEMPLATE",

@@ -6,9 +6,9 @@
 * ``<name>-munge``: the munge key, unless the spec names its own Secret (``flux.mungeSecret``).
 
 A value the spec gives is used as it is; every other one is derived from the cluster's CURVE
-certificate (core/credentials.py). With the certificate known (``minicluster render``) the values
-are written in; without it (the Pulumi component, which holds the certificate as a secret Output)
-each is a placeholder token, and ``derivations`` says how the Pulumi layer computes it.
+certificate (core/flux/credentials.py). With the certificate known (``minicluster render``) the
+values are written in; without it (the Pulumi component, which holds the certificate as a secret
+Output) each is a placeholder token, and ``derivations`` says how the Pulumi layer computes it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from flux_minicluster.core import credentials, layout, placeholders
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.flux import credentials
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import meta
 
 __all__ = ["derivations", "secrets"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from flux_minicluster.core.render.kube import dump
-from flux_minicluster.core.spec import Resources, SecurityContext
+from flux_minicluster.core.spec.models import Resources, SecurityContext
 
 __all__ = [
     "FLUX_DROPPED",

@@ -1,15 +1,17 @@
 """The Job ``spec`` fields that say how a MiniCluster's Job completes, retries and fails.
 
-What they are and when each is set is decided in the plan (``core.completion``, for the target
-release of ``core.kubeversion``); this module only writes the plan's facts as Kubernetes fields.
+What they are and when each is set is decided in the plan (``core.kube.completion``, for the
+target release of ``core.kube.kubeversion``); this module only writes the plan's facts as
+Kubernetes fields.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from flux_minicluster.core import exitcodes, kubeversion
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import exitcodes
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 
 __all__ = [
     "DISRUPTION_TARGET",

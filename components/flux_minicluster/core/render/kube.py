@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flux_minicluster.core.spec import QuantityValue
+from flux_minicluster.core.spec.models import QuantityValue
 
 __all__ = ["dump", "quantity"]
 

@@ -46,11 +46,12 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from flux_minicluster.core import certificate as certificates
-from flux_minicluster.core import kubeversion, layout, limits, placeholders, queueing
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.errors import Problem, SpecError, key_path
-from flux_minicluster.core.plan import MiniClusterPlan, Role
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.base.errors import Problem, SpecError, key_path
+from flux_minicluster.core.flux import certificate as certificates
+from flux_minicluster.core.kube import kubeversion, limits, queueing
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning.plan import MiniClusterPlan, Role
 from flux_minicluster.core.render import (
     autoscale,
     broker,
@@ -412,7 +413,7 @@ def render(
     metadata may also opt out); ``lead_source_ranges``: who may reach a bursting root's rank 0
     (every address when empty), as its lead Service allows. ``queue`` (a LocalQueue, else the
     spec's ``jobLabels`` may name one) and ``managed_by`` make the Job a Kueue workload
-    (``core.queueing``).
+    (``core.kube.queueing``).
 
     ``certificate`` is the CURVE certificate text. When it is None (the Pulumi layer, which holds
     the certificate as a secret Output) the Secret carries ``placeholders.CURVE_CERT`` and

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 
 __all__ = ["labels", "metadata"]
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import meta
 
 __all__ = ["lead_policy", "mesh_policy"]

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import hardening, readiness, volumes
 from flux_minicluster.core.render.kube import dump, quantity
-from flux_minicluster.core.spec import DEFAULT_RESTART_POLICY, Container, PodSpec, Resources
+from flux_minicluster.core.spec.models import DEFAULT_RESTART_POLICY, Container, PodSpec, Resources
 
 __all__ = [
     "COMPONENT_LABEL",

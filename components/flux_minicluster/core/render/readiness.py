@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from flux_minicluster.core.plan import MiniClusterPlan
-from flux_minicluster.core.templating import shquote
+from flux_minicluster.core.base.templating import shquote
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 
 __all__ = ["JOINED_STATES", "PERIOD_SECONDS", "RUNNING_STATE", "TIMEOUT_SECONDS", "broker_probe"]
 

@@ -51,19 +51,19 @@ import importlib.util
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import exitcodes, layout, templating
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.plan import ConfigPaths, Imp, MiniClusterPlan, Mode, Role
+from flux_minicluster.core.base import exitcodes, layout, templating
+from flux_minicluster.core.base.templating import shquote
+from flux_minicluster.core.planning import autoscale as autoscaling
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.planning.plan import ConfigPaths, Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml, hostlist_file
-from flux_minicluster.core.spec import (
+from flux_minicluster.core.spec.models import (
     DEFAULT_INSTALL_ROOT,
     DEFAULT_LOGS_DIR,
     Container,
     FluxRestful,
     FluxUser,
 )
-from flux_minicluster.core.templating import shquote
 
 __all__ = [
     "BATCH_FILE",
@@ -85,7 +85,7 @@ INIT_TEMPLATE = "flux-init.sh.j2"
 WAIT_TEMPLATE = "wait.sh.j2"
 START_TEMPLATE = "start.sh.j2"
 # The scaler rank 0 runs; its source goes into the entrypoint ConfigMap (see scaler_source).
-SCALER_MODULE = "flux_minicluster.core.scaler"
+SCALER_MODULE = "flux_minicluster.core.inpod.scaler"
 
 # commands.script is written here and becomes the command (the operator's path).
 CUSTOM_SCRIPT = "/tmp/custom-entrypoint.sh"
@@ -107,7 +107,7 @@ JOIN_TIMEOUT_ENV = "FLUX_MINICLUSTER_JOIN_TIMEOUT"
 # joined gets to exit on SIGTERM before SIGKILL.
 JOIN_POLL_SECONDS = 2
 JOIN_KILL_GRACE_SECONDS = 10
-# The entrypoint's status when its broker never joined (its one owner: core.exitcodes).
+# The entrypoint's status when its broker never joined (its one owner: core.base.exitcodes).
 JOIN_FAILED_STATUS = exitcodes.JOIN_FAILED
 # syslog's LOG_ERR: the least a bursting group's brokers print on stderr, so that a refused
 # handshake (logged at LOG_ERR with tbon.zmqdebug) shows even with logging.quiet.

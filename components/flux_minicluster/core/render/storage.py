@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.core.plan import MiniClusterPlan, OperatorVolumePlan
+from flux_minicluster.core.planning.plan import MiniClusterPlan, OperatorVolumePlan
 from flux_minicluster.core.render import meta
 
 __all__ = ["claim", "persistent_volume"]

@@ -20,10 +20,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from flux_minicluster.core import layout
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import kube
-from flux_minicluster.core.spec import DEFAULT_LOGS_DIR, Container, ContainerVolume, QuantityValue
+from flux_minicluster.core.spec.models import (
+    DEFAULT_LOGS_DIR,
+    Container,
+    ContainerVolume,
+    QuantityValue,
+)
 
 __all__ = [
     "SHM_PATH",

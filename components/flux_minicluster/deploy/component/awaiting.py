@@ -53,8 +53,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal, get_args
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 
 __all__ = [
     "DELETION_PROPAGATION_ANNOTATION",

@@ -11,7 +11,7 @@ writes each placeholder's text from them (``render.broker.rank_order_values``), 
 component substitutes like any other placeholder.
 
 A cluster the root does not declare, or whose maxSize is larger than the size the root declares
-for it (``validation.burst_membership_problem``, the one rule), fails before any object is
+for it (``crossfield.burst_membership_problem``, the one rule), fails before any object is
 created: every object waits for the checked group.
 """
 
@@ -22,12 +22,13 @@ from typing import Any, TypedDict
 
 import pulumi
 
-from flux_minicluster.core import jsonvalues, names, placeholders
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base import jsonvalues, placeholders
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.kube import names
+from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.render import broker
-from flux_minicluster.core.spec import BurstedCluster, FluxBroker
-from flux_minicluster.core.validation import burst_membership_problem
+from flux_minicluster.core.spec.models import BurstedCluster, FluxBroker
+from flux_minicluster.core.validation.crossfield import burst_membership_problem
 from flux_minicluster.deploy.component.usererror import in_apply
 
 __all__ = ["BurstClusterArgs", "BurstGroupArgs", "resolve"]

@@ -33,10 +33,10 @@ from typing import Any, Final, Literal, TypedDict, get_args
 import pulumi
 from pulumi_command import local
 
-from flux_minicluster.core import templating
-from flux_minicluster.core.errors import Problem, SpecError, unknown_key
-from flux_minicluster.core.limits import MAX_LABEL_LENGTH
-from flux_minicluster.core.plan import MiniClusterPlan
+from flux_minicluster.core.base import templating
+from flux_minicluster.core.base.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.kube.limits import MAX_LABEL_LENGTH
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 
 __all__ = [
     "CONTAINER_RUNTIMES",

@@ -31,15 +31,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import certificate as certificates
-from flux_minicluster.core import documents, kubeversion, placeholders
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core import plan as plans
-from flux_minicluster.core import status as live_status
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, SpecError, bounded, unknown_key
-from flux_minicluster.core.loading import (
+from flux_minicluster.core.base import placeholders
+from flux_minicluster.core.base.errors import Problem, SpecError, bounded, unknown_key
+from flux_minicluster.core.deployed import status as live_status
+from flux_minicluster.core.flux import certificate as certificates
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.planning import autoscale as autoscaling
+from flux_minicluster.core.planning import plan as plans
+from flux_minicluster.core.reading import documents
+from flux_minicluster.core.reading.loading import (
     has_deferred_group,
     parse,
     revalidate,
@@ -48,7 +49,8 @@ from flux_minicluster.core.loading import (
 )
 from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
-from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
+from flux_minicluster.core.spec.models import MiniClusterSpec
 from flux_minicluster.deploy.component import awaiting, burstgroup, outputs, queued, resources
 from flux_minicluster.deploy.component.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
@@ -130,6 +132,8 @@ class MiniClusterArgs(TypedDict, total=False):
     """A bursting root's: the addresses (CIDRs) its rank 0 admits the bursts from; every address
     when empty. Give the same ranges as the lead Service's loadBalancerSourceRanges."""
 
+    # The docstring is the published schema's description (components/schema.json), kept as it
+    # was: ``core.kubeversion`` is the module ``core.kube.kubeversion``.
     kube_version: str
     """The Kubernetes release of the cluster (``"1.33"``, as ``helm template --kube-version``):
     the Job carries only the fields that release serves (``core.kubeversion``: the success
@@ -558,8 +562,8 @@ def _live_status(
     spec: Any,
     status: Any,
 ) -> dict[str, Any]:
-    """``core.status`` of the live Job a JobPatch returned (its outputs are dicts keyed as the
-    API spells them); the rendered Job fills in what a patch's outputs may lack."""
+    """``core.deployed.status`` of the live Job a JobPatch returned (its outputs are dicts keyed as
+    the API spells them); the rendered Job fills in what a patch's outputs may lack."""
     labels = {
         **rendered_job["metadata"].get("labels", {}),
         **((metadata or {}).get("labels") or {}),

@@ -41,8 +41,8 @@ from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
 
-from flux_minicluster.core import jsonvalues
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base import jsonvalues
+from flux_minicluster.core.base.errors import Problem, SpecError
 from flux_minicluster.deploy.component import burstgroup, keygen, minicluster, spectypes
 from flux_minicluster.deploy.component.published import MiniClusterOutputs
 from flux_minicluster.version import __version__

@@ -18,8 +18,8 @@ from typing import Any
 
 import pulumi
 
-from flux_minicluster.core import certificate as certificates
-from flux_minicluster.core import names
+from flux_minicluster.core.flux import certificate as certificates
+from flux_minicluster.core.kube import names
 from flux_minicluster.deploy.component.usererror import ApplyError
 
 __all__ = [

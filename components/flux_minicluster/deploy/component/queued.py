@@ -1,6 +1,6 @@
 """A queued MiniCluster under Pulumi: ``pulumi up`` that waits for Kueue and never fights it.
 
-The renderer creates a queued Job suspended with its LocalQueue's label (``core.queueing``).
+The renderer creates a queued Job suspended with its LocalQueue's label (``core.kube.queueing``).
 Kueue then owns three things on the live Job: ``spec.suspend`` (false once admitted, true again
 when it preempts), and the node selectors and tolerations of the admitted flavor in the pod
 template. So the Job registers with those three paths in ``ignoreChanges``:
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import labels as lbl
-from flux_minicluster.core.queueing import QueueSettings
+from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.kube.queueing import QueueSettings
 from flux_minicluster.deploy.component.awaiting import (
     DELETION_PROPAGATION_ANNOTATION,
     TIMEOUT_ANNOTATION,

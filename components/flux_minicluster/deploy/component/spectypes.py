@@ -1,7 +1,7 @@
 """Typed object types for the MiniCluster spec, for the component package's schema.
 
-``spec`` is validated by the one pydantic model (``core.spec.MiniClusterSpec``); TypeScript, Go
-and YAML programs get that model as schema object types, generated here from it, so that their
+``spec`` is validated by the one pydantic model (``core.spec.models.MiniClusterSpec``); TypeScript,
+Go and YAML programs get that model as schema object types, generated here from it, so that their
 SDKs complete the fields and a misspelt one is a compile error rather than a failed ``up``. Every
 v1alpha2 field is there, named as a document spells it (camelCase), described by its class and
 attribute docstrings; the fields only a v1alpha1 document may set are left out. ``spec`` is then a
@@ -18,8 +18,8 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import spec
-from flux_minicluster.core.spec import Metadata, MiniClusterSpec
+from flux_minicluster.core.spec import models as spec
+from flux_minicluster.core.spec.models import Metadata, MiniClusterSpec
 
 ANY: Final = {"$ref": "pulumi.json#/Any"}
 DOCUMENT: Final = "MiniClusterDocument"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pulumi
 
-from flux_minicluster.core.errors import SpecError
+from flux_minicluster.core.base.errors import SpecError
 
 __all__ = ["ApplyError", "MiniClusterError", "as_run_error", "in_apply"]
 

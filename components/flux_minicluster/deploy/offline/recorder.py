@@ -34,7 +34,8 @@ from typing import Any, Final, Generic, TypeVar
 import pulumi
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
-from flux_minicluster.core import jsonvalues, stackoutputs
+from flux_minicluster.core.base import jsonvalues
+from flux_minicluster.core.deployed import stackoutputs
 from flux_minicluster.deploy.offline.sdkinternals import RegistrationOptions, registration_options
 
 __all__ = [

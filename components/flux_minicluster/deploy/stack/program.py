@@ -20,11 +20,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.core import labels, layout
-from flux_minicluster.core import stackoutputs as so
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.deployed import stackoutputs as so
+from flux_minicluster.core.kube import labels
 from flux_minicluster.core.render.manifests import lead_service
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.component.minicluster import OUTPUTS, MiniCluster, MiniClusterArgs
 from flux_minicluster.deploy.component.usererror import as_run_error, in_apply

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from flux_minicluster.core import documents
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.reading import documents
 
 __all__ = ["PROJECT_FILE", "Project", "find"]
 

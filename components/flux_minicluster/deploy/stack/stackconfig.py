@@ -25,15 +25,18 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import certificate, documents, kubeversion
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, SpecError, unknown_key
-from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
-from flux_minicluster.core.loading import parse, with_deferred_group
-from flux_minicluster.core.plan import Role
-from flux_minicluster.core.spec import BurstedCluster, MiniClusterSpec
-from flux_minicluster.core.validation import burst_membership_problem, translate_errors
+from flux_minicluster.core.base.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.flux import certificate
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.kube.labels import AUTOSCALE_ANNOTATION
+from flux_minicluster.core.planning import autoscale as autoscaling
+from flux_minicluster.core.planning.plan import Role
+from flux_minicluster.core.reading import documents
+from flux_minicluster.core.reading.loading import parse, with_deferred_group
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
+from flux_minicluster.core.spec.models import BurstedCluster, MiniClusterSpec
+from flux_minicluster.core.validation.crossfield import burst_membership_problem
+from flux_minicluster.core.validation.fielderrors import translate_errors
 from flux_minicluster.deploy.component.awaiting import Wait
 from flux_minicluster.deploy.component.keygen import ContainerRuntime, Strategy
 from flux_minicluster.deploy.component.outputs import normalize_certificate
@@ -71,7 +74,7 @@ class ClusterConfig(ConfigModel):
     # MiniCluster must be reached from elsewhere.
     network_policy: bool = True
     # The cluster's Kubernetes release ("1.33"): the Job carries only the fields it serves
-    # (core.kubeversion); unset, the default release.
+    # (core.kube.kubeversion); unset, the default release.
     kubernetes_version: str | None = None
 
     @field_validator("kubernetes_version", mode="before")
@@ -103,8 +106,8 @@ class MiniClusterConfig(ConfigModel):
     queue: str | None = None
     managed_by: str | None = None
     wait_timeout: int | None = None
-    # An elastic MiniCluster: true, or {intervalSeconds, idleSeconds} (core/autoscale.py); it
-    # wins over the document's autoscale annotation.
+    # An elastic MiniCluster: true, or {intervalSeconds, idleSeconds}
+    # (core/planning/autoscale.py); it wins over the document's autoscale annotation.
     autoscale: bool | dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -174,7 +177,7 @@ class StackConfig(ConfigModel):
     curve_cert: str | None = None
 
     def checked_curve_cert(self) -> str | None:
-        """``curveCert`` once Flux's rules accept it (``core.certificate``), else a problem at
+        """``curveCert`` once Flux's rules accept it (``core.flux.certificate``), else a problem at
         the key. The program checks it before handing it on as a secret Output, which the
         component could only check inside an apply, where a refusal reads as an internal error.
         (Not a model validator: offline, a ``secure:`` value is a stand-in that is no
@@ -329,7 +332,7 @@ def _cloud_defaults(spec: MiniClusterSpec, config: StackConfig) -> MiniClusterSp
 def validate_burst_membership(
     name: str, max_size: int, declared: Sequence[Mapping[str, Any]], root_stack: str
 ) -> None:
-    """The core's one rule of burst membership (``validation.burst_membership_problem``) against
+    """The core's one rule of burst membership (``crossfield.burst_membership_problem``) against
     the clusters a root stack publishes, said as the stack config a user edits."""
     clusters = [
         BurstedCluster(name=str(c.get("name")), size=int(c.get("size", 0))) for c in declared

@@ -30,10 +30,10 @@ from typing import Any, Final
 
 from pulumi.runtime.mocks import MockResourceArgs
 
-from flux_minicluster.core import documents
-from flux_minicluster.core import hostlist as hostlists
-from flux_minicluster.core import stackoutputs as so
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.deployed import stackoutputs as so
+from flux_minicluster.core.flux import hostlist as hostlists
+from flux_minicluster.core.reading import documents
 from flux_minicluster.core.render import manifests
 from flux_minicluster.deploy.component.usererror import ApplyError
 from flux_minicluster.deploy.offline.recorder import (

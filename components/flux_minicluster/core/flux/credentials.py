@@ -17,7 +17,7 @@ import hmac
 import unicodedata
 from typing import Final
 
-from flux_minicluster.core import certificate
+from flux_minicluster.core.flux import certificate
 
 __all__ = [
     "MUNGE_KEY_BYTES",

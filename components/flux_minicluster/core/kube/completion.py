@@ -2,7 +2,7 @@
 
 The Flux Operator's Job completes when every index has succeeded and retries any failure up to a
 Job-wide ``backoffLimit`` (100). Newer releases let the Job say what a MiniCluster means, and each
-field below is set only where the target release serves it (``core.kubeversion``):
+field below is set only where the target release serves it (``core.kube.kubeversion``):
 
 * **rank 0 decides** (``successPolicy``, ``succeededIndexes: "0"``): where rank 0's exit ends the
   work (submit, batch, launcher and batchRaw clusters; not interactive or persistent ones, which
@@ -18,9 +18,10 @@ field below is set only where the target release serves it (``core.kubeversion``
   run. With ``restartPolicy: OnFailure`` a rank's container restarts in place, which only the
   Job-wide count sees, so the operator's ``backoffLimit`` stays as it is;
 * **failures that mean something** (``podFailurePolicy``, ``restartPolicy: Never`` only: the API
-  server refuses it otherwise): an exit code of ``core.exitcodes.CONFIGURATION_ERRORS`` from the
-  Flux or the init container fails the Job at once, and a disruption (a pod evicted, preempted or
-  deleted by a drain: condition ``DisruptionTarget``) is not counted against the budget.
+  server refuses it otherwise): an exit code of ``core.base.exitcodes.CONFIGURATION_ERRORS``
+  from the Flux or the init container fails the Job at once, and a disruption (a pod evicted,
+  preempted or deleted by a drain: condition ``DisruptionTarget``) is not counted against the
+  budget.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from flux_minicluster.core.kubeversion import JobField, KubeVersion, serves
+from flux_minicluster.core.kube.kubeversion import JobField, KubeVersion, serves
 
 __all__ = ["NEVER", "JobBehaviour", "behaviour"]
 

@@ -12,8 +12,8 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from flux_minicluster.core.errors import Problem
-from flux_minicluster.core.spec import MiniClusterSpec
+from flux_minicluster.core.base.errors import Problem
+from flux_minicluster.core.spec.models import MiniClusterSpec
 
 __all__ = ["DEFAULT_NAMESPACE", "MiniClusterDefinition", "ObjectNames", "claim_name"]
 

@@ -78,10 +78,10 @@ def toml_string(value: object) -> str:
 def template_dir() -> Path:
     """The folder the templates are read from: the checkout's, else the installed package's."""
     here = Path(__file__).resolve()
-    checkout = here.parents[3] / "templates"  # <repo>/components/flux_minicluster/core/...
+    checkout = here.parents[4] / "templates"  # <repo>/components/flux_minicluster/core/base/...
     if (checkout / _MARKER).is_file():
         return checkout
-    return here.parents[1] / "_templates"  # <site-packages>/flux_minicluster/_templates
+    return here.parents[2] / "_templates"  # <site-packages>/flux_minicluster/_templates
 
 
 def cache_dir() -> Path:

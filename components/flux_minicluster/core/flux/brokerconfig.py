@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from flux_minicluster.core import hostlist
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.flux import hostlist
 
 __all__ = ["BOOTSTRAP_KEYS", "HOST_KEYS", "UserConfig", "check", "read"]
 

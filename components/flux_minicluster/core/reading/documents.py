@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from flux_minicluster.core import yamlio
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
+from flux_minicluster.core.reading import yamlio
 
 __all__ = [
     "HEADER_KEYS",

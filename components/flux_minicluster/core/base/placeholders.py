@@ -60,7 +60,7 @@ RANK_ORDER_HOSTLIST: Final = "MINICLUSTER_PLACEHOLDER_RANK_ORDER_HOSTLIST"
 BROKER_CONFIG_HASH: Final = "MINICLUSTER_PLACEHOLDER_BROKER_CONFIG_HASH"
 RANK_ORDER: Final = (BROKER_TOML, RANK_ORDER_HOSTLIST, BROKER_CONFIG_HASH)
 
-# v1alpha1's secrets derived from the certificate (core/credentials.py), while it is an Output.
+# v1alpha1's secrets derived from the certificate (core/flux/credentials.py), while it is an Output.
 RESTFUL_TOKEN: Final = "MINICLUSTER_PLACEHOLDER_RESTFUL_TOKEN"
 RESTFUL_SECRET_KEY: Final = "MINICLUSTER_PLACEHOLDER_RESTFUL_SECRET_KEY"
 MUNGE_KEY: Final = "MINICLUSTER_PLACEHOLDER_MUNGE_KEY"

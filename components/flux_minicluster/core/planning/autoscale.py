@@ -3,7 +3,7 @@
 A MiniCluster opts in with the ``minicluster.flux-framework.org/autoscale`` annotation on its
 document (``"true"`` for the defaults, or a JSON object), which the component argument
 ``autoscale`` and the stack config ``flux-minicluster:minicluster.autoscale`` set too. The scaler
-(``core/scaler.py``, started by rank 0's entrypoint beside the broker) then sets its own Job's
+(``core/inpod/scaler.py``, started by rank 0's entrypoint beside the broker) then sets its own Job's
 ``parallelism`` and ``completions`` between the bounds the spec already has:
 
 * the lower bound is ``minSize`` (else ``size``), the upper ``maxSize``: Flux knows the ranks up
@@ -28,10 +28,10 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import kubeversion
-from flux_minicluster.core.definition import MiniClusterDefinition
-from flux_minicluster.core.errors import Problem, SpecError, key_path
-from flux_minicluster.core.labels import AUTOSCALE_ANNOTATION
+from flux_minicluster.core.base.errors import Problem, SpecError, key_path
+from flux_minicluster.core.kube import kubeversion
+from flux_minicluster.core.kube.labels import AUTOSCALE_ANNOTATION
+from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 __all__ = [
     "ANNOTATION_PATH",

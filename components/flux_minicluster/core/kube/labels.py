@@ -49,7 +49,7 @@ ENTRYPOINT_HASH_ANNOTATION: Final = f"{DOMAIN}/entrypoint-hash"
 # enforces NetworkPolicy but where the MiniCluster must be reachable otherwise).
 NETWORK_POLICY_ANNOTATION: Final = f"{DOMAIN}/network-policy"
 # On a MiniCluster document's metadata: "true" or a JSON object turns on the scaler rank 0 runs
-# (core/autoscale.py reads it).
+# (core/planning/autoscale.py reads it).
 AUTOSCALE_ANNOTATION: Final = f"{DOMAIN}/autoscale"
 
 # Pulumi await control (pulumi-kubernetes annotations).

@@ -12,7 +12,7 @@ The queue comes from the deployer (the component's ``queue``, the stack's
 (``kueue.x-k8s.io/priority-class`` in ``jobLabels``) passes through untouched, as every job
 label does. ``spec.managedBy`` (MultiKueue: ``kueue.x-k8s.io/multikueue`` hands the Job to a
 worker cluster) passes through; whether the target Kubernetes serves the field is the version
-table's to say (``core.kubeversion``), which the renderer asks before it calls ``queued_job``.
+table's to say (``core.kube.kubeversion``), which the renderer asks before it calls ``queued_job``.
 
 Pure: no Pulumi here. The Pulumi layer reads ``QueueSettings`` from the rendering to keep
 ``pulumi up`` from fighting Kueue (see ``deploy.queued``).
@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from flux_minicluster.core import names
-from flux_minicluster.core.errors import Problem, SpecError, key_path
+from flux_minicluster.core.base.errors import Problem, SpecError, key_path
+from flux_minicluster.core.kube import names
 
 __all__ = [
     "KUEUE_MANAGED_BY",

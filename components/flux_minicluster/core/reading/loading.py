@@ -15,10 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from flux_minicluster.core import documents, layout, placeholders, validation, yamlio
-from flux_minicluster.core.definition import DEFAULT_NAMESPACE, MiniClusterDefinition, claim_name
-from flux_minicluster.core.errors import Problem, SpecError, key_path
-from flux_minicluster.core.spec import (
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.base.errors import Problem, SpecError, key_path
+from flux_minicluster.core.reading import documents, yamlio
+from flux_minicluster.core.spec.definition import (
+    DEFAULT_NAMESPACE,
+    MiniClusterDefinition,
+    claim_name,
+)
+from flux_minicluster.core.spec.models import (
     API_VERSION,
     API_VERSION_V1ALPHA1,
     KIND,
@@ -30,7 +35,12 @@ from flux_minicluster.core.spec import (
     Metadata,
     MiniClusterSpec,
 )
-from flux_minicluster.core.validation import UnvalidatedField, lenient_spec, translate_errors
+from flux_minicluster.core.validation import crossfield
+from flux_minicluster.core.validation.fielderrors import (
+    UnvalidatedField,
+    lenient_spec,
+    translate_errors,
+)
 
 # Checks that need a name run with this one when the document has none (its problem is reported).
 _STAND_IN_NAME = "minicluster"
@@ -112,7 +122,7 @@ def parse(
         )
         problems += [
             p
-            for p in validation.check_semantics(definition, lenient=lenient)
+            for p in crossfield.check_semantics(definition, lenient=lenient)
             if resolved_name or p.path != "metadata.name"
         ]
     if problems or lenient or definition is None or not resolved_name:
@@ -360,13 +370,13 @@ def _validate_spec(
     warnings: list[Problem],
 ) -> tuple[MiniClusterSpec | None, bool, dict[str, str]]:
     """The internal model of a spec of either version, whether it is only the lenient one (the
-    spec had type errors, see ``validation.lenient_spec``), and where converted fields were
+    spec had type errors, see ``fielderrors.lenient_spec``), and where converted fields were
     written (a v1alpha1 document's, or the v1alpha1 fields a v1alpha2 one carries); problems and
     warnings appended."""
     origins: dict[str, str] = {}
     if api_version == API_VERSION_V1ALPHA1:
         # Its own models are built only for a v1alpha1 document: a v1alpha2 run never pays.
-        from flux_minicluster.core import v1alpha1
+        from flux_minicluster.core.spec import v1alpha1
 
         try:
             conversion = v1alpha1.convert(data, name)
@@ -611,7 +621,7 @@ def revalidate(definition: MiniClusterDefinition, *, source: str = "") -> MiniCl
     The stack program derives a root's or a burst's spec from the user's with ``model_copy``, which
     runs no validator: the cross-field rules must see the result before anything uses it.
     """
-    problems = validation.check_semantics(definition)
+    problems = crossfield.check_semantics(definition)
     if problems:
         raise SpecError(problems, source=source)
     return definition

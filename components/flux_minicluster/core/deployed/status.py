@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
-from flux_minicluster.core.labels import COMPLETION_INDEX_LABEL
-from flux_minicluster.core.queueing import QUEUE_NAME_LABEL
+from flux_minicluster.core.kube.labels import COMPLETION_INDEX_LABEL
+from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 
 __all__ = [
     "Admission",

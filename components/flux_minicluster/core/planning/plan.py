@@ -17,20 +17,15 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flux_minicluster.core import autoscale as autoscaling
-from flux_minicluster.core import (
-    brokerconfig,
-    completion,
-    hostlist,
-    kubeversion,
-    layout,
-    placeholders,
-)
-from flux_minicluster.core.autoscale import Autoscale
-from flux_minicluster.core.definition import MiniClusterDefinition, ObjectNames
-from flux_minicluster.core.labels import NETWORK_POLICY_ANNOTATION
-from flux_minicluster.core.loading import has_deferred_group
-from flux_minicluster.core.spec import (
+from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.flux import brokerconfig, hostlist
+from flux_minicluster.core.kube import completion, kubeversion
+from flux_minicluster.core.kube.labels import NETWORK_POLICY_ANNOTATION
+from flux_minicluster.core.planning import autoscale as autoscaling
+from flux_minicluster.core.planning.autoscale import Autoscale
+from flux_minicluster.core.reading.loading import has_deferred_group
+from flux_minicluster.core.spec.definition import MiniClusterDefinition, ObjectNames
+from flux_minicluster.core.spec.models import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
     DEFAULT_RESTART_POLICY,
@@ -184,9 +179,9 @@ class MiniClusterPlan:
     network_policy: bool
     """Whether the MiniCluster wants its NetworkPolicy (its metadata may opt out)."""
     kube_version: kubeversion.KubeVersion
-    """The Kubernetes release the MiniCluster is rendered for (``core.kubeversion``)."""
+    """The Kubernetes release the MiniCluster is rendered for (``core.kube.kubeversion``)."""
     job: completion.JobBehaviour
-    """How the Job completes, retries and fails on ``kube_version`` (``core.completion``)."""
+    """How the Job completes, retries and fails on ``kube_version`` (``core.kube.completion``)."""
     operator_volumes: tuple[OperatorVolumePlan, ...] = ()
     """v1alpha1's operator-made volumes: a PersistentVolume and a claim each."""
     multi_user: MultiUser | None = None

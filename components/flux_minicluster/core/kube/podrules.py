@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from flux_minicluster.core import names
-from flux_minicluster.core.limits import INT32_MAX
+from flux_minicluster.core.kube import names
+from flux_minicluster.core.kube.limits import INT32_MAX
 
 __all__ = [
     "JOB_CONTROLLER_LABELS",

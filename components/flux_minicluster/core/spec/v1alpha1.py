@@ -25,8 +25,8 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel, to_snake
 
-from flux_minicluster.core.errors import MAX_REPORTED, Problem, key_path, unknown_key
-from flux_minicluster.core.spec import DEFAULT_INSTALL_ROOT
+from flux_minicluster.core.base.errors import MAX_REPORTED, Problem, key_path, unknown_key
+from flux_minicluster.core.spec.models import DEFAULT_INSTALL_ROOT
 
 __all__ = ["DEFAULT_HEADLESS_NAME", "Conversion", "convert"]
 

@@ -25,15 +25,16 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.core import layout, podrules
-from flux_minicluster.core.quantity import parse_quantity, resource_problems
+from flux_minicluster.core.base import layout
+from flux_minicluster.core.kube import podrules
+from flux_minicluster.core.kube.quantity import parse_quantity, resource_problems
 
 API_GROUP = "flux-framework.org"
 API_VERSION = f"{API_GROUP}/v1alpha2"
 API_VERSION_V1ALPHA1 = f"{API_GROUP}/v1alpha1"
 KIND = "MiniCluster"
 # Validation context key: the API version a document was written for. Fields only the older
-# v1alpha1 API has (kept in this one model as features: see core/v1alpha1.py) are refused in a
+# v1alpha1 API has (kept in this one model as features: see core/spec/v1alpha1.py) are refused in a
 # v1alpha2 document, with a pointer to the version that has them.
 VERSION_CONTEXT = "apiVersion"
 # v1alpha1's flux.installRoot default: Flux from the image's packages.

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from functools import total_ordering
 from typing import Final
 
-from flux_minicluster.core.errors import Problem, SpecError
+from flux_minicluster.core.base.errors import Problem, SpecError
 
 __all__ = [
     "DEFAULT",

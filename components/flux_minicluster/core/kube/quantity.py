@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
 from typing import Any, Final
 
-from flux_minicluster.core import names
+from flux_minicluster.core.kube import names
 
 __all__ = ["parse_quantity", "resource_problems"]
 

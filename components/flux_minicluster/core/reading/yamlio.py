@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import yaml
 
-from flux_minicluster.core.errors import Problem, SpecError, format_path, short_repr
+from flux_minicluster.core.base.errors import Problem, SpecError, format_path, short_repr
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_ALIASES = 200
