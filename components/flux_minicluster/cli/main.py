@@ -95,7 +95,7 @@ def _validated(path: str, mc: Any) -> dict[str, Any]:
         "summary": mc.summary(),
         "warnings": [
             {"path": w.path, "message": w.message}
-            for w in bounded(list(mc.definition.warnings), "warnings")
+            for w in bounded(mc.definition.warnings, "warnings")
         ],
     }
 

@@ -17,7 +17,7 @@ from flux_minicluster.core.spec.definition import MiniClusterDefinition
 def warn(source: str, definition: MiniClusterDefinition) -> None:
     """``SOURCE: warning: field.path: message`` on stderr for each warning of ``definition``
     (the first ``MAX_REPORTED``, then how many more)."""
-    for problem in bounded(list(definition.warnings), "warnings"):
+    for problem in bounded(definition.warnings, "warnings"):
         print(f"{source}: warning: {problem}", file=sys.stderr)
 
 

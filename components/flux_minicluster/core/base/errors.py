@@ -11,7 +11,7 @@ and at most ``MAX_REPORTED`` are shown, then how many more there are: a generate
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,12 +63,12 @@ class Problem:
         return self
 
 
-def bounded(problems: list[Problem], noun: str = "problems") -> list[Problem]:
+def bounded(problems: Sequence[Problem], noun: str = "problems") -> list[Problem]:
     """The first ``MAX_REPORTED`` of ``problems``, then one saying how many more ``noun``
     there are: what every surface shows of an error's problems or a definition's warnings."""
     more = len(problems) - MAX_REPORTED
     if more <= 0:
-        return problems
+        return list(problems)
     return [*problems[:MAX_REPORTED], Problem("", f"and {more} more {noun}")]
 
 

@@ -226,7 +226,7 @@ def expand(
     parent = _Parent(component, _depends_on(opts))
     keygen = _keygen(resource_name, prepared, parent)
     secrets = _secret_values(prepared, keygen)
-    for warning in bounded(list(prepared.plan.definition.warnings), "warnings"):
+    for warning in bounded(prepared.plan.definition.warnings, "warnings"):
         pulumi.log.warn(str(warning), resource=component)
     lead = _lead(prepared, secrets)
     replacements = {**secrets, **lead.replacements}
