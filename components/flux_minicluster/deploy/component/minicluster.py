@@ -1,39 +1,32 @@
 """The MiniCluster ComponentResource: a Flux MiniCluster on Kubernetes, without the operator.
 
-The component validates the spec, plans and renders it with the pure core (the single source of
-truth for what lands in the cluster) and registers each rendered object as its typed
-pulumi_kubernetes resource, under one component, with the certificate and a bursted cluster's
-lead filled in from Outputs. It adds lifecycle rules only Pulumi can express:
+One pipeline, each step once, each going down a floor:
 
-* validation happens before anything is registered: an invalid spec raises ``SpecError`` with the
-  field path and leaves no trace in the stack, not even the component;
-* object names are fixed (hostnames derive from them), so every replacement deletes first, and
-  a pod template change replaces the Job deliberately instead of failing on an immutable field;
-* a resize within ``maxSize`` never replaces the Job. pulumi-kubernetes replaces a Job whose
-  ``parallelism``/``completions`` change, so the Job ignores those fields after creation and a
-  ``JobPatch`` (``<resource>-size``) owns them: it sets both to ``size`` with server-side apply;
-* how long ``pulumi up`` waits is said by annotations only Pulumi reads, which the core does not
-  render: ``deploy.awaiting`` adds them here, the only place;
-* the curve certificate is a secret from end to end: it is never a component input, and the
-  Secret's data is a secret Output.
+1. ``prepare``: the arguments validated, the spec parsed, planned and rendered by the pure core
+   (the single source of truth for what lands in the cluster), and the certificate's source
+   chosen; an invalid input raises ``SpecError`` with the field path before anything is
+   registered, and leaves no trace in the stack, not even the component;
+2. ``expand``: the keygen Command when the certificate is made; every Output the rendering's
+   placeholders wait for resolved and checked (``deploytime``: the certificate, a burst's lead
+   and group); each rendered object registered once as its typed pulumi_kubernetes resource,
+   with the options only Pulumi has (``registration``); the outputs published (``published``).
+
+The curve certificate is a secret from end to end: a Command's output or a secret input, never a
+plain file, and every object holding it or what derives from it is registered with secret data.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, TypedDict, TypeVar
+from typing import Any, Final, TypedDict
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_command import local
 
 from flux_minicluster.core.base import placeholders
 from flux_minicluster.core.base.errors import Problem, SpecError, bounded, unknown_key
-from flux_minicluster.core.deployed import status as live_status
 from flux_minicluster.core.flux import certificate as certificates
 from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.core.kube import labels as lbl
@@ -47,21 +40,17 @@ from flux_minicluster.core.reading.loading import (
     with_deferred_group,
     with_lead_address,
 )
-from flux_minicluster.core.render import credentials, jobfields
 from flux_minicluster.core.render.manifests import Rendering, render
 from flux_minicluster.core.spec.definition import MiniClusterDefinition
 from flux_minicluster.core.spec.models import MiniClusterSpec
-from flux_minicluster.deploy.component import awaiting, burstgroup, outputs, queued, resources
+from flux_minicluster.deploy.component import deploytime, outputs, published, registration
 from flux_minicluster.deploy.component.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.component.children import MiniClusterResources
-from flux_minicluster.deploy.component.keygen import (
-    KeygenArgs,
-    KeygenSettings,
-    keygen_command,
-    settings_from_args,
-)
+from flux_minicluster.deploy.component.keygen import KeygenArgs, keygen_command, settings_from_args
+from flux_minicluster.deploy.component.prepared import Prepared
 from flux_minicluster.deploy.component.published import OUTPUTS, MiniClusterOutputs
+from flux_minicluster.deploy.component.registration import JOB_IGNORE_CHANGES
 from flux_minicluster.deploy.component.usererror import as_run_error
 
 __all__ = [
@@ -77,11 +66,7 @@ __all__ = [
 ]
 
 TYPE: Final = "minicluster:index:MiniCluster"
-JOB_IGNORE_CHANGES: Final = tuple(f"spec.{f}" for f in jobfields.SIZE)
-"""What the Job leaves to the size JobPatch (or the scaler) where the target release resizes a
-live Indexed Job; ``job_ignore_changes`` gives it for a plan."""
 _SOURCE: Final = "MiniClusterArgs"
-R = TypeVar("R", bound=pulumi.CustomResource)
 
 
 class MiniClusterArgs(TypedDict, total=False):
@@ -196,21 +181,6 @@ class MiniCluster(MiniClusterOutputs):
         self.keygen = self.resources.keygen
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """Everything decided before a single resource is registered."""
-
-    plan: plans.MiniClusterPlan
-    rendering: Rendering
-    keygen: KeygenSettings
-    wait: Wait
-    certificate: pulumi.Input[str] | None  # None: the keygen Command makes one
-    certificate_source: str
-    lead_broker: pulumi.Input[str] | None
-    burst_group: pulumi.Input[BurstGroupArgs] | None
-    wait_timeout: int | None = None
-
-
 def expand(
     component: pulumi.ComponentResource,
     resource_name: str,
@@ -220,416 +190,30 @@ def expand(
     """Register a prepared MiniCluster's children under ``component`` and publish its outputs.
 
     Both faces of the component call this: the Python class and the one other languages reach
-    through the component provider (``deploy.multilanguage``). It sets every name of ``OUTPUTS``
-    on ``component`` and registers them; it returns the children it registered.
+    through the component provider (``deploy.multilanguage``). One pass down: the keygen
+    Command (when the certificate is made), every Output the rendering's placeholders wait for
+    resolved (``deploytime``), every rendered object registered (``registration``), the outputs
+    published (``published``). It sets every name of ``OUTPUTS`` on ``component`` and registers
+    them; it returns the children it registered.
     """
-    parent = _Parent(component, _depends_on(opts))
-    keygen = _keygen(resource_name, prepared, parent)
-    secrets = _secret_values(prepared, keygen)
     for warning in bounded(prepared.plan.definition.warnings, "warnings"):
         pulumi.log.warn(str(warning), resource=component)
-    lead = _lead(prepared, secrets)
-    replacements = {**secrets, **lead.replacements}
-    children = _register(resource_name, prepared, lead, replacements, parent, keygen)
-    _publish(component, prepared.plan, prepared.rendering, children, lead, replacements)
+    parent = registration.Parent.of(component, opts)
+    keygen = (
+        keygen_command(resource_name, prepared.keygen, opts=parent.opts())
+        if prepared.certificate is None
+        else None
+    )
+    resolved = deploytime.resolve(
+        prepared.plan,
+        keygen.stdout if keygen is not None else prepared.certificate,
+        prepared.certificate_source,
+        prepared.lead_broker,
+        prepared.burst_group,
+    )
+    children = registration.register(resource_name, prepared, resolved, parent, keygen)
+    published.publish(component, prepared, children, resolved)
     return children
-
-
-@dataclass(frozen=True)
-class _Parent:
-    """The component every child is parented to, and the caller's dependencies every child has.
-
-    The caller's ``depends_on`` applies to every child: a keygen pod or a Pod must not start
-    before, say, the Namespace the caller created for it.
-    """
-
-    component: pulumi.ComponentResource
-    caller: list[pulumi.Resource]
-
-    def opts(
-        self,
-        gate: pulumi.Output[Any] | None = None,
-        *,
-        after: Sequence[pulumi.Resource] = (),
-        **options: Any,
-    ) -> pulumi.ResourceOptions:
-        """A child's options: after the caller's dependencies, ``after`` and the ``gate``, an
-        Output every child waits for (a burst's checked group), so nothing is created when it
-        fails."""
-        depends: list[pulumi.Resource] = [*self.caller, *after]
-        depends_on: pulumi.Input[list[pulumi.Resource]] = depends
-        if gate is not None:
-            depends_on = gate.apply(lambda _: depends)
-        return pulumi.ResourceOptions(parent=self.component, depends_on=depends_on, **options)
-
-
-def _keygen(resource_name: str, prepared: Prepared, parent: _Parent) -> local.Command | None:
-    """The Command that makes the certificate, when none was given."""
-    if prepared.certificate is not None:
-        return None
-    return keygen_command(resource_name, prepared.keygen, opts=parent.opts())
-
-
-def _secret_values(
-    prepared: Prepared, keygen: local.Command | None
-) -> dict[str, pulumi.Output[str]]:
-    """The certificate (checked), its public key and v1alpha1's credentials derived from it, by
-    the placeholder each replaces; all but the public key are secret Outputs."""
-    raw: pulumi.Input[str | None] = keygen.stdout if keygen is not None else prepared.certificate
-    certificate = outputs.checked_certificate(raw, prepared.certificate_source)
-    values = {
-        placeholders.CURVE_CERT: certificate,
-        placeholders.CURVE_PUBLIC_KEY: outputs.public_key_of(certificate),
-    }
-    # v1alpha1's generated secrets (munge key, passwords, RESTful token): computed only once the
-    # certificate is known.
-    for token, derive in credentials.derivations(prepared.plan).items():
-        values[token] = pulumi.Output.secret(certificate.apply(derive))
-    return values
-
-
-@dataclass(frozen=True)
-class _Lead:
-    """Where a cluster's lead is: its own rank 0, or the lead broker a bursted cluster joins."""
-
-    hostlist: pulumi.Input[str]
-    host: pulumi.Input[str]
-    gate: pulumi.Output[Any] | None
-    """A burst's checked group: no object may be created for a cluster its root does not
-    declare."""
-    replacements: dict[str, pulumi.Output[str]]
-    """The lead's placeholders (its address and name) and a deferred group's rank order, and
-    their values."""
-    rank_order: dict[str, pulumi.Output[str]]
-    """A deferred group's rank-order placeholders (``placeholders.RANK_ORDER``) and their values:
-    the Job's hash covers them, as it covers a known rank order."""
-
-
-def _lead(prepared: Prepared, secrets: Mapping[str, pulumi.Output[str]]) -> _Lead:
-    """The lead substituted: ``lead_broker``'s address and, with ``burst_group``, the group."""
-    plan = prepared.plan
-    if prepared.lead_broker is None:
-        return _Lead(plan.hostlist, plan.names.lead_fqdn, None, {}, {})
-    address = outputs.check_lead_address(prepared.lead_broker, "lead_broker")
-    replacements = {placeholders.LEAD_ADDRESS: address}
-    if prepared.burst_group is None:
-        hostlist = outputs.substitute(plan.hostlist, {**secrets, **replacements})
-        return _Lead(hostlist, address, None, replacements, {})
-    group = burstgroup.resolve(plan, prepared.burst_group, address)
-    rank_order = {token: group[token] for token in placeholders.RANK_ORDER}
-    hostlist = group[placeholders.RANK_ORDER_HOSTLIST]
-    return _Lead(hostlist, address, hostlist, {**replacements, **group}, rank_order)
-
-
-def _register(
-    resource_name: str,
-    prepared: Prepared,
-    lead: _Lead,
-    replacements: Mapping[str, pulumi.Output[str]],
-    parent: _Parent,
-    keygen: local.Command | None,
-) -> MiniClusterResources:
-    """Every rendered object as its typed resource, in creation order, then the size patch."""
-    plan = prepared.plan
-    rendering = prepared.rendering
-    before_job: list[pulumi.Resource] = [] if keygen is None else [keygen]
-
-    def child(
-        cls: type[R], manifest: Mapping[str, Any], *, secret: bool = False, retain: bool = False
-    ) -> R:
-        filled = outputs.substitute(awaiting.registered_child(manifest), replacements)
-        resource = resources.register_as(
-            cls,
-            resource_name,
-            _secret_data(filled) if secret else filled,
-            parent.opts(lead.gate, delete_before_replace=True, retain_on_delete=retain or None),
-        )
-        before_job.append(resource)
-        return resource
-
-    def maybe(
-        cls: type[R], manifest: Mapping[str, Any] | None, *, secret: bool = False
-    ) -> R | None:
-        return None if manifest is None else child(cls, manifest, secret=secret)
-
-    entrypoint = child(k8s.core.v1.ConfigMap, rendering.entrypoint)
-    curve_secret = maybe(k8s.core.v1.Secret, rendering.curve_secret, secret=True)
-    secrets = tuple(child(k8s.core.v1.Secret, m, secret=True) for m in rendering.credentials)
-    volumes: list[k8s.core.v1.PersistentVolume | k8s.core.v1.PersistentVolumeClaim] = []
-    # Each operator volume renders as its PersistentVolume, then its claim. v1alpha1's
-    # `delete: false`: both outlive `pulumi destroy`.
-    for item, volume, claim in zip(
-        plan.operator_volumes, rendering.volumes[0::2], rendering.volumes[1::2], strict=True
-    ):
-        retain = not item.volume.delete
-        volumes.append(child(k8s.core.v1.PersistentVolume, volume, retain=retain))
-        volumes.append(child(k8s.core.v1.PersistentVolumeClaim, claim, retain=retain))
-    policies = tuple(child(k8s.networking.v1.NetworkPolicy, m) for m in rendering.network_policies)
-    # An elastic MiniCluster's ServiceAccount, Role and RoleBinding: before the pods that use them.
-    autoscaler = tuple(child(pulumi.CustomResource, m) for m in rendering.autoscaler)
-    services_pod = maybe(k8s.core.v1.Pod, rendering.services_pod)
-    headless_service = child(k8s.core.v1.Service, rendering.headless_service)
-    services_service = maybe(k8s.core.v1.Service, rendering.services_service)
-    sidecars = tuple(child(k8s.core.v1.Service, m) for m in rendering.sidecar_services)
-    restful_service = maybe(k8s.core.v1.Service, rendering.restful_service)
-    job, size_patch, queue_patch = _job(
-        resource_name, prepared, rendering, replacements, parent, lead, before_job
-    )
-    return MiniClusterResources(
-        job=job,
-        headless_service=headless_service,
-        entrypoint=entrypoint,
-        curve_secret=curve_secret,
-        network_policies=policies,
-        size_patch=size_patch,
-        keygen=keygen,
-        credentials=secrets,
-        volumes=tuple(volumes),
-        services_pod=services_pod,
-        services_service=services_service,
-        sidecar_services=sidecars,
-        restful_service=restful_service,
-        queue_patch=queue_patch,
-        autoscaler=autoscaler,
-    )
-
-
-def _job(
-    resource_name: str,
-    prepared: Prepared,
-    rendering: Rendering,
-    replacements: Mapping[str, pulumi.Output[str]],
-    parent: _Parent,
-    lead: _Lead,
-    before_job: list[pulumi.Resource],
-) -> tuple[k8s.batch.v1.Job, k8s.batch.v1.JobPatch | None, k8s.batch.v1.JobPatch | None]:
-    """The Job, after every other child, the JobPatch that owns its size and, for a queued
-    MiniCluster, the JobPatch that waits for its admission."""
-    plan = prepared.plan
-    job_registered = awaiting.registered_job(
-        plan, rendering.job, prepared.wait, prepared.wait_timeout
-    )
-    patch_await = awaiting.patch_await_annotations(plan, prepared.wait, prepared.wait_timeout)
-    queue_await: dict[str, str] | None = None
-    ignore_changes = job_ignore_changes(plan)
-    if rendering.queue is not None:
-        job_registered, patch_await, queue_await, waits_for = queued.split_awaits(
-            job_registered, patch_await, prepared.wait_timeout
-        )
-        ignore_changes += queued.QUEUED_IGNORE_CHANGES
-        pulumi.log.info(
-            queued.admission_message(plan.name, rendering.queue, waits_for),
-            resource=parent.component,
-        )
-    job = resources.register_as(
-        k8s.batch.v1.Job,
-        resource_name,
-        outputs.substitute(job_registered, replacements),
-        parent.opts(
-            lead.gate,
-            after=before_job,
-            delete_before_replace=True,
-            replace_on_changes=[
-                "spec.template",
-                *(f"spec.{f}" for f in jobfields.immutable(plan.kube_version)),
-            ],
-            ignore_changes=ignore_changes,
-        ),
-    )
-    # An Output: a burst's Job holds text that is known once its root's is.
-    job_hash = pulumi.Output.from_input(outputs.substitute(job_registered, lead.rank_order)).apply(
-        _job_hash
-    )
-    patch: k8s.batch.v1.JobPatch | None = None
-    if awaiting.has_size_patch(plan):
-        # Unless autoscale owns the size: then the Job is created at ``size`` and its ignored
-        # parallelism/completions are the scaler's, so neither a later ``up`` nor a refresh
-        # resets them. Turning autoscale off brings the patch back, and with it ``size``.
-        patch = _size_patch(resource_name, plan, job, job_hash, patch_await, parent)
-    if rendering.queue is None or queue_await is None:
-        return job, patch, None
-    # The wait of a queued MiniCluster, after the size patch, named after its LocalQueue.
-    queue_patch = k8s.batch.v1.JobPatch(
-        queued.await_resource_name(resource_name, rendering.queue),
-        metadata=_patch_metadata(plan, job_hash, queue_await),
-        opts=parent.opts(None, after=[patch if patch is not None else job], deleted_with=job),
-    )
-    return job, patch, queue_patch
-
-
-def job_ignore_changes(plan: plans.MiniClusterPlan) -> list[str]:
-    """What the Job's own diff leaves to the size JobPatch (or the scaler): its size, where the
-    target release resizes a live Job. Elsewhere the size stays in the Job's diff, where a new
-    one replaces the Job (``jobfields.immutable``) and the new Job is created at the new size:
-    the engine creates a replacement with an ignored field's old value."""
-    return list(JOB_IGNORE_CHANGES) if jobfields.resizable(plan.kube_version) else []
-
-
-def _patch_metadata(
-    plan: plans.MiniClusterPlan, job_hash: pulumi.Output[str], awaits: Mapping[str, str]
-) -> dict[str, Any]:
-    """The metadata of a JobPatch of the MiniCluster's Job: it names the Job, forces its
-    field ownership, carries the Job's hash (a replaced Job is patched again) and its wait."""
-    return {
-        "name": plan.names.cluster,
-        "namespace": plan.namespace,
-        "annotations": {
-            awaiting.PATCH_FORCE_ANNOTATION: "true",
-            awaiting.JOB_HASH_ANNOTATION: job_hash,
-            **awaits,
-        },
-    }
-
-
-def _size_patch(
-    resource_name: str,
-    plan: plans.MiniClusterPlan,
-    job: k8s.batch.v1.Job,
-    job_hash: pulumi.Output[str],
-    patch_await: Mapping[str, str],
-    parent: _Parent,
-) -> k8s.batch.v1.JobPatch:
-    """``<resource>-size``: the JobPatch that owns the Job's parallelism and completions."""
-    size = plan.spec.size
-    return k8s.batch.v1.JobPatch(
-        f"{resource_name}-size",
-        metadata=_patch_metadata(plan, job_hash, patch_await),
-        spec={"parallelism": size, "completions": size},
-        # deleted_with: on destroy the Job goes anyway. Deleting the patch first would
-        # relinquish parallelism/completions, and an Indexed Job without completions is
-        # refused by the API server, failing the destroy.
-        opts=parent.opts(None, after=[job], deleted_with=job),
-    )
-
-
-def _publish(
-    component: pulumi.ComponentResource,
-    plan: plans.MiniClusterPlan,
-    rendering: Rendering,
-    children: MiniClusterResources,
-    lead: _Lead,
-    replacements: Mapping[str, pulumi.Output[str]],
-) -> None:
-    """Set and register every output of ``OUTPUTS`` on ``component``."""
-    size = plan.spec.size
-    published: dict[str, pulumi.Output[Any]] = {
-        # Tied to the resources, so that a consumer of these names waits for the objects.
-        "job_name": children.job.metadata.apply(lambda meta: str(meta.name)),
-        "service_name": children.headless_service.metadata.apply(lambda meta: str(meta.name)),
-        "namespace": pulumi.Output.from_input(plan.namespace),
-        "lead_broker_host": pulumi.Output.from_input(lead.host),
-        "hostlist": pulumi.Output.from_input(lead.hostlist),
-        "size": pulumi.Output.from_input(size),
-        "max_size": pulumi.Output.from_input(plan.spec.max_size),
-        # The Job's size as Pulumi last read it: the scaler's, for an elastic MiniCluster.
-        "live_size": children.job.spec.apply(
-            lambda spec: int(spec.parallelism) if spec and spec.parallelism is not None else size
-        ),
-        "curve_public_key": replacements[placeholders.CURVE_PUBLIC_KEY],
-        "curve_cert": replacements[placeholders.CURVE_CERT],
-        **_restful_outputs(plan, replacements),
-        "queue": pulumi.Output.from_input(
-            rendering.queue.queue if rendering.queue is not None else None
-        ),
-        # The Job as the last await left it (the patches' outputs are the live Job).
-        "status": pulumi.Output.all(
-            children.awaited.metadata.apply(_plain),
-            children.awaited.spec.apply(
-                lambda spec: _plain({k: v for k, v in dict.items(spec or {}) if k != "template"})
-            ),
-            children.awaited.status.apply(_plain),
-        ).apply(lambda live: _live_status(plan, rendering.job, *live)),
-    }
-    for name, value in published.items():
-        setattr(component, name, value)
-    component.register_outputs(published)
-
-
-def _plain(value: Any) -> Any:
-    """An output value as plain JSON data. The SDK's output types are dicts whose properties
-    shadow dict methods (a selector requirement's ``values``), which Output.all cannot lift."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in dict.items(value)}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _live_status(
-    plan: plans.MiniClusterPlan,
-    rendered_job: Mapping[str, Any],
-    metadata: Any,
-    spec: Any,
-    status: Any,
-) -> dict[str, Any]:
-    """``core.deployed.status`` of the live Job a JobPatch returned (its outputs are dicts keyed as
-    the API spells them); the rendered Job fills in what a patch's outputs may lack."""
-    labels = {
-        **rendered_job["metadata"].get("labels", {}),
-        **((metadata or {}).get("labels") or {}),
-    }
-    job = {
-        "metadata": {**(metadata or {}), "labels": labels},
-        "spec": {**rendered_job["spec"], **(spec or {})},
-        "status": dict(status or {}),
-    }
-    return live_status.interpret(plan.name, plan.namespace, job).to_json()
-
-
-def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    """The caller's ``depends_on`` as a list (it may be one resource, a list, or nothing)."""
-    value = opts.depends_on if opts is not None else None
-    if value is None:
-        return []
-    if isinstance(value, pulumi.Resource):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [v for v in value if isinstance(v, pulumi.Resource)]
-    raise SpecError(
-        Problem("opts.depends_on", "must be a resource or a list of resources, not an Output"),
-        source=_SOURCE,
-    )
-
-
-def _restful_outputs(
-    plan: plans.MiniClusterPlan, replacements: Mapping[str, pulumi.Output[str]]
-) -> dict[str, pulumi.Output[str | None]]:
-    """The RESTful server's URL and user, and its token and secret key (secret); None without
-    the server. A client needs all four (flux-restful-client: FLUX_USER, FLUX_TOKEN and
-    FLUX_SECRET_KEY, which signs the request for an access token)."""
-    restful = plan.restful
-    names = ("restful_url", "restful_user", "restful_token", "restful_secret_key")
-    if restful is None:
-        return {name: pulumi.Output.from_input(None) for name in names}
-    url = f"http://{plan.names.restful_service}.{plan.namespace}.svc.cluster.local:{restful.port}"
-    token: pulumi.Input[str] = (
-        restful.token if restful.token is not None else replacements[placeholders.RESTFUL_TOKEN]
-    )
-    secret_key: pulumi.Input[str] = (
-        restful.secret_key
-        if restful.secret_key is not None
-        else replacements[placeholders.RESTFUL_SECRET_KEY]
-    )
-    return {
-        "restful_url": pulumi.Output.from_input(url),
-        "restful_user": pulumi.Output.from_input(plan.restful_user),
-        "restful_token": pulumi.Output.secret(token),
-        "restful_secret_key": pulumi.Output.secret(secret_key),
-    }
-
-
-def _job_hash(job: Mapping[str, Any]) -> str:
-    spec = {k: v for k, v in job["spec"].items() if k not in ("parallelism", "completions")}
-    canonical = json.dumps({**job, "spec": spec}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def _secret_data(manifest: dict[str, Any]) -> dict[str, Any]:
-    """A Secret's data as a secret Output, whatever it holds."""
-    return {
-        key: pulumi.Output.secret(value) if key in ("data", "stringData") else value
-        for key, value in manifest.items()
-    }
 
 
 # --- validation, before anything is registered ---------------------------------------------
