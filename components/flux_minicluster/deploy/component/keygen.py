@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypedDict, get_args
+from typing import Annotated, Any, Final, Literal, TypedDict, get_args
 
 import pulumi
 from pulumi_command import local
@@ -37,6 +37,7 @@ from flux_minicluster.core.base import templating
 from flux_minicluster.core.base.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.kube.limits import MAX_LABEL_LENGTH
 from flux_minicluster.core.planning.plan import MiniClusterPlan
+from flux_minicluster.deploy.component.declaring import Arg, schema_enum
 
 __all__ = [
     "CONTAINER_RUNTIMES",
@@ -68,7 +69,16 @@ _POD_SUFFIX: Final = "-keygen-12345678"
 class KeygenArgs(TypedDict, total=False):
     """How the curve certificate is generated when none is supplied."""
 
-    strategy: Strategy
+    strategy: Annotated[
+        Strategy,
+        Arg(
+            schema=schema_enum(
+                Strategy,
+                "KeygenStrategy",
+                "Where ``flux keygen`` runs when the component generates the curve certificate.",
+            )
+        ),
+    ]
     """auto (default): the first of flux, builtin, container, kubectl that is available and works
     when the Command runs; flux: a local ``flux keygen``; builtin: this package's pyzmq generator
     (``python -m flux_minicluster.core.keygen``), which writes the identical format; container:
@@ -90,7 +100,16 @@ class KeygenArgs(TypedDict, total=False):
     """Image with Flux in /opt/view for the kubectl and container strategies (default: the spec's
     flux view image, ``spec.flux.container.image``)."""
 
-    container_runtime: ContainerRuntime
+    container_runtime: Annotated[
+        ContainerRuntime,
+        Arg(
+            schema=schema_enum(
+                ContainerRuntime,
+                "ContainerRuntime",
+                "The container runtime of the ``container`` keygen strategy.",
+            )
+        ),
+    ]
     """docker or podman for the container strategy (default: the first one on PATH)."""
 
 

@@ -4,15 +4,18 @@ Pulumi hosts a Python component for TypeScript, Go, YAML and C# programs through
 provider host: it reads the component's type annotations, writes a package schema from them, and
 each consuming program generates a local SDK from that schema (``pulumi package add``). The
 Python face, ``deploy.minicluster.MiniCluster``, takes forms no schema can say (a file path,
-pydantic models, ``Literal`` strings), so other languages get a face of their own here. It is the
-same component underneath: the same type token, the same children and outputs, because both faces
-call ``minicluster.prepare`` and ``minicluster.expand``. The schema differs only where it must:
+pydantic models, ``Literal`` strings), so other languages get a face of their own here, made
+from the same declarations (``arguments.MiniClusterArgs``: each argument's ``schema`` type and
+``schema_description`` where they differ). It is the same component underneath: the same type
+token, the same children and outputs, because both faces call ``minicluster.prepare`` and
+``minicluster.expand``. The schema differs only where it must:
 
 * ``spec`` is a v1alpha2 document or a bare v1alpha2 spec, typed from the pydantic model
   (``spectypes``), so other languages complete its fields and refuse a misspelt one. It must be
   known when the program runs, because it is validated before anything is registered;
-* ``wait``, ``keygen.strategy`` and ``keygen.containerRuntime`` are enums;
-* every description is the Python face's docstring, unless this face says otherwise;
+* ``wait``, ``keygen.strategy`` and ``keygen.containerRuntime`` are enums, made from their
+  ``Literal`` types (``declaring.schema_enum``);
+* every description is the Python face's docstring, unless its declaration says otherwise;
 * the schema marks ``curveCert`` (input and output), ``restfulToken`` and
   ``restfulSecretKey`` secret, which the annotations cannot say: generated SDKs then keep them
   secret too.
@@ -24,7 +27,8 @@ mapped to Python names inside an ``apply`` instead. Numbers cross the wire as do
 spec's ``4.0`` becomes ``4`` again before validation.
 
 No ``from __future__ import annotations`` in this module: the analyzer reads the annotations as
-objects, not strings.
+objects, not strings (``MiniClusterInputs`` is made, so it is set on ``MiniCluster.__init__``'s
+annotations after the class).
 """
 
 import json
@@ -33,7 +37,7 @@ import sys
 import typing
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Final, Required, TypedDict
+from typing import Any, Final
 
 import pulumi
 from pulumi.provider import main
@@ -43,13 +47,22 @@ from pulumi.provider.experimental.util import camel_case
 
 from flux_minicluster.core.base import jsonvalues
 from flux_minicluster.core.base.errors import Problem, SpecError
-from flux_minicluster.deploy.component import burstgroup, keygen, minicluster, spectypes
+from flux_minicluster.deploy.component import (
+    arguments,
+    burstgroup,
+    declaring,
+    keygen,
+    minicluster,
+    spectypes,
+)
+from flux_minicluster.deploy.component.arguments import Autoscale, BurstCluster, BurstGroup
 from flux_minicluster.deploy.component.published import MiniClusterOutputs
 from flux_minicluster.version import __version__
 
 __all__ = [
     "PACKAGE",
     "SECRETS",
+    "Autoscale",
     "BurstCluster",
     "BurstGroup",
     "ContainerRuntime",
@@ -70,88 +83,17 @@ SECRETS: Final = (("inputProperties", "curveCert"), ("properties", "curveCert"),
                   ("properties", "restfulToken"), ("properties", "restfulSecretKey"))  # fmt: skip
 
 
-class Wait(StrEnum):
-    """How long ``pulumi up`` waits for the MiniCluster."""
-
-    NONE = "none"
-    """Not at all."""
-    READY = "ready"
-    """Until every broker pod of an ephemeral cluster is Ready (the default)."""
-    COMPLETE = "complete"
-    """Until the Job of an ephemeral cluster completes."""
-
-
-class KeygenStrategy(StrEnum):
-    """Where ``flux keygen`` runs when the component generates the curve certificate."""
-
-    AUTO = "auto"
-    FLUX = "flux"
-    KUBECTL = "kubectl"
-    CONTAINER = "container"
-    BUILTIN = "builtin"
-
-
-class ContainerRuntime(StrEnum):
-    """The container runtime of the ``container`` keygen strategy."""
-
-    DOCKER = "docker"
-    PODMAN = "podman"
-
-
-class Keygen(TypedDict, total=False):
-    strategy: KeygenStrategy
-    rotation: str
-    kubeconfig: str
-    context: str
-    image: str
-    container_runtime: ContainerRuntime
-
-
-class BurstCluster(TypedDict):
-    name: str
-    """A cluster's MiniCluster name."""
-    size: int
-    """Its maxSize: how many ranks it holds."""
-
-
-class BurstGroup(TypedDict):
-    lead_name: str
-    lead_size: int
-    lead_port: int
-    clusters: list[BurstCluster]
-
-
-class Autoscale(TypedDict, total=False):
-    interval_seconds: int
-    """How often the scaler reads the queue (default 10)."""
-    idle_seconds: int
-    """How long a rank runs nothing before it is given back (default 60)."""
-
-
-class MiniClusterInputs(TypedDict, total=False):
-    spec: Required[dict[str, Any]]
-    """The MiniCluster as the Flux Operator takes it: a whole document (apiVersion
-    flux-framework.org/v1alpha2, kind MiniCluster, metadata, spec) or a bare spec, typed field by
-    field (a v1alpha1 document is accepted too, untyped: cast it, e.g. ``as any`` in TypeScript).
-    It must be known when the program runs (a literal, a config object or a file read with the
-    language's own tools), because it is validated before anything is created."""
-    namespace: str
-    name: str
-    keygen: Keygen
-    curve_cert: pulumi.Input[str]
-    wait: Wait
-    lead_broker: pulumi.Input[str]
-    burst_group: pulumi.Input[BurstGroup]
-    network_policy: bool
-    lead_source_ranges: list[str]
-    kube_version: str
-    queue: str
-    """The Kueue LocalQueue that admits the Job (created suspended, labelled for the queue)."""
-    managed_by: str
-    """The Job's spec.managedBy (kueue.x-k8s.io/multikueue for MultiKueue)."""
-    wait_timeout: int
-    """Seconds `wait` may take, admission included, before the deployment fails."""
-    autoscale: Autoscale
+# The types other languages see, made from the declarations (``arguments``): enums for the
+# Literals, ``Keygen`` for ``KeygenArgs``, the inputs for ``MiniClusterArgs``.
+MiniClusterInputs: Final = declaring.schema_inputs(arguments.ARGUMENTS, "MiniClusterInputs")
+_SCHEMA_TYPES: Final = {argument.name: argument.schema_type() for argument in arguments.ARGUMENTS}
+Wait: Final[type[StrEnum]] = _SCHEMA_TYPES["wait"]
+Keygen: Final[type] = _SCHEMA_TYPES["keygen"]
+_KEYGEN_TYPES: Final = {
+    argument.name: argument.schema_type() for argument in declaring.declared(keygen.KeygenArgs)
+}
+KeygenStrategy: Final[type[StrEnum]] = _KEYGEN_TYPES["strategy"]
+ContainerRuntime: Final[type[StrEnum]] = _KEYGEN_TYPES["container_runtime"]
 
 
 class MiniCluster(MiniClusterOutputs):
@@ -162,7 +104,7 @@ class MiniCluster(MiniClusterOutputs):
     def __init__(
         self,
         name: str,
-        args: MiniClusterInputs,
+        args: Mapping[str, Any],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         prepared = minicluster.prepare(name, python_args(args))
@@ -170,11 +112,16 @@ class MiniCluster(MiniClusterOutputs):
         minicluster.expand(self, name, prepared, opts)
 
 
+# What the analyzer reads as the inputs: made, so annotated here rather than in the signature.
+MiniCluster.__init__.__annotations__["args"] = MiniClusterInputs
+
+
 def python_args(inputs: Mapping[str, Any]) -> minicluster.MiniClusterArgs:
     """The Python face's arguments for this face's inputs (already under their Python names).
 
-    Enums become their strings, the spec plain JSON again; everything else is passed as it is,
-    so the Python face's checks and messages apply to every language.
+    Enums become their strings, the spec plain JSON again, a whole number of an integer argument
+    an integer (numbers cross the gRPC boundary as doubles); everything else is passed as it
+    is, so the Python face's checks and messages apply to every language.
     """
     args: dict[str, Any] = dict(inputs)
     spec = args.get("spec")
@@ -189,14 +136,20 @@ def python_args(inputs: Mapping[str, Any]) -> minicluster.MiniClusterArgs:
         )
     if spec is not None:
         args["spec"] = jsonvalues.plain(spec)
-    if "wait" in args:
-        args["wait"] = _string(args["wait"])
-    timeout = args.get("wait_timeout")
-    if isinstance(timeout, float) and timeout.is_integer():
-        args["wait_timeout"] = int(timeout)  # numbers cross the gRPC boundary as floats
-    if isinstance(args.get("keygen"), Mapping):
-        args["keygen"] = {key: _string(value) for key, value in args["keygen"].items()}
+    for argument in arguments.ARGUMENTS:
+        if argument.name in args:
+            args[argument.name] = _python_value(args[argument.name], argument.python)
     return typing.cast(minicluster.MiniClusterArgs, args)
+
+
+def _python_value(value: Any, python: Any) -> Any:
+    if isinstance(value, StrEnum):
+        return value.value
+    if python is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping) and typing.is_typeddict(python):
+        return {key: _string(item) for key, item in value.items()}
+    return value
 
 
 def _string(value: Any) -> Any:
@@ -243,7 +196,7 @@ def serve() -> None:
 
 # The Python face's types whose docstrings describe this face's where it gives none.
 _DESCRIBED_BY: Final[dict[str, type]] = {
-    "MiniCluster": minicluster.MiniClusterArgs,
+    "MiniCluster": arguments.MiniClusterArgs,
     "Keygen": keygen.KeygenArgs,
     "BurstGroup": burstgroup.BurstGroupArgs,
 }
@@ -255,12 +208,24 @@ def _complete(spec: dict[str, Any]) -> dict[str, Any]:
     resource = spec["resources"][minicluster.TYPE]
     for section, name in SECRETS:
         resource[section][name]["secret"] = True
-    _describe(analyzer, resource["inputProperties"], _DESCRIBED_BY["MiniCluster"])
+    inputs = resource["inputProperties"]
+    for argument in arguments.ARGUMENTS:
+        if argument.arg.schema_description is not None:  # first, as the analyzer puts its own
+            prop = inputs[camel_case(argument.name)]
+            inputs[camel_case(argument.name)] = {
+                "description": argument.arg.schema_description,
+                **prop,
+            }
+    _describe(analyzer, inputs, _DESCRIBED_BY["MiniCluster"])
     _describe(analyzer, resource["properties"], MiniClusterOutputs)
     for token, definition in spec.get("types", {}).items():
         described_by = _DESCRIBED_BY.get(token.rsplit(":", 1)[-1])
         if described_by is not None:
             _describe(analyzer, definition.get("properties", {}), described_by)
+        for member in definition.get("enum", ()):
+            said = declaring.ENUM_MEMBER_DOCS.get(token.rsplit(":", 1)[-1], {})
+            if member.get("value") in said:
+                member["description"] = said[member["value"]]
     # As Pulumi reads a schema (``pulumi package get-schema`` prints it so): no empty
     # dependencies, a config section, and the spec's description once, not on its values too.
     resource["inputProperties"]["spec"]["additionalProperties"].pop("description", None)

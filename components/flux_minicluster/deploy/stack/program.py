@@ -155,25 +155,18 @@ def _checked_group(
 def _args(
     config: StackConfig, definition: MiniClusterDefinition, extra: MiniClusterArgs
 ) -> MiniClusterArgs:
-    args: MiniClusterArgs = {
-        "spec": definition,
-        "wait": config.minicluster.wait,
-        "network_policy": config.cluster.network_policy,
-        "lead_source_ranges": list(config.bursting.source_ranges),
-        "keygen": {
-            "strategy": config.keygen.strategy,
-            "rotation": config.keygen.rotation,
-        },
-    }
+    """The component's arguments: those the stack config takes as they are
+    (``StackConfig.arguments``), and those made of its other keys."""
+    args = config.arguments()
+    args["spec"] = definition
+    args["lead_source_ranges"] = list(config.bursting.source_ranges)
+    args["keygen"] = {"strategy": config.keygen.strategy, "rotation": config.keygen.rotation}
     if config.cluster.kubernetes_version is not None:
         args["kube_version"] = config.cluster.kubernetes_version
     if config.cluster.kubeconfig:
         args["keygen"]["kubeconfig"] = os.path.expanduser(config.cluster.kubeconfig)
     if config.cluster.context:
         args["keygen"]["context"] = config.cluster.context
-    for key in ("queue", "managed_by", "wait_timeout"):
-        if (value := getattr(config.minicluster, key)) is not None:
-            args[key] = value
     if config.keygen.image:
         args["keygen"]["image"] = config.keygen.image
     if config.keygen.container_runtime:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -28,8 +28,6 @@ from pydantic.alias_generators import to_camel
 from flux_minicluster.core.base.errors import Problem, SpecError, unknown_key
 from flux_minicluster.core.flux import certificate
 from flux_minicluster.core.kube import kubeversion
-from flux_minicluster.core.kube.labels import AUTOSCALE_ANNOTATION
-from flux_minicluster.core.planning import autoscale as autoscaling
 from flux_minicluster.core.planning.plan import Role
 from flux_minicluster.core.reading import documents
 from flux_minicluster.core.reading.loading import parse, with_deferred_group
@@ -37,7 +35,7 @@ from flux_minicluster.core.spec.definition import MiniClusterDefinition
 from flux_minicluster.core.spec.models import BurstedCluster, MiniClusterSpec
 from flux_minicluster.core.validation.crossfield import burst_membership_problem
 from flux_minicluster.core.validation.fielderrors import translate_errors
-from flux_minicluster.deploy.component.awaiting import Wait
+from flux_minicluster.deploy.component.arguments import ARGUMENTS, MiniClusterArgs
 from flux_minicluster.deploy.component.keygen import ContainerRuntime, Strategy
 from flux_minicluster.deploy.component.outputs import normalize_certificate
 
@@ -58,7 +56,32 @@ class ConfigModel(BaseModel):
     )
 
 
-class ClusterConfig(ConfigModel):
+def _arguments(section: str) -> type[ConfigModel]:
+    """A config model whose fields are the component arguments the stack config takes in
+    ``section`` (``declaring.Stack``), under the arguments' names (camelCase in the file)."""
+    fields: dict[str, Any] = {}
+    for argument in ARGUMENTS:
+        place = argument.arg.stack
+        if place is not None and place.section == section:
+            typ = place.type if place.type is not None else argument.python
+            fields[argument.name] = (
+                typ if place.default is not None else typ | None,
+                place.default,
+            )
+    return create_model(f"{section}Arguments", __base__=ConfigModel, **fields)
+
+
+# Each a model of the arguments it takes and its own fields; for a type checker, a ConfigModel
+# (the arguments are read by name: StackConfig.arguments).
+if TYPE_CHECKING:
+    _ClusterArguments = ConfigModel
+    _MiniClusterArguments = ConfigModel
+else:
+    _ClusterArguments = _arguments("cluster")
+    _MiniClusterArguments = _arguments("minicluster")
+
+
+class ClusterConfig(_ClusterArguments):
     """Which Kubernetes cluster to deploy to, and how to reach it."""
 
     cloud: Cloud = "generic"
@@ -70,9 +93,6 @@ class ClusterConfig(ConfigModel):
     namespace: str = "flux"
     create_namespace: bool = True
     arm: bool = False
-    # NetworkPolicies around each MiniCluster's pods; turn off where the CNI enforces them but a
-    # MiniCluster must be reached from elsewhere.
-    network_policy: bool = True
     # The cluster's Kubernetes release ("1.33"): the Job carries only the fields it serves
     # (core.kube.kubeversion); unset, the default release.
     kubernetes_version: str | None = None
@@ -94,21 +114,12 @@ class ClusterConfig(ConfigModel):
         return value
 
 
-class MiniClusterConfig(ConfigModel):
+class MiniClusterConfig(_MiniClusterArguments):
     """The MiniCluster to run: an inline operator document or spec, or a YAML file."""
 
     spec: dict[str, Any] | None = None
     file: str | None = None
     name: str | None = None
-    wait: Wait = "ready"
-    # Kueue: the LocalQueue that admits the Job, the Job's spec.managedBy (MultiKueue), and how
-    # many seconds `wait` may take (admission included) before `pulumi up` fails.
-    queue: str | None = None
-    managed_by: str | None = None
-    wait_timeout: int | None = None
-    # An elastic MiniCluster: true, or {intervalSeconds, idleSeconds}
-    # (core/planning/autoscale.py); it wins over the document's autoscale annotation.
-    autoscale: bool | dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> MiniClusterConfig:
@@ -176,6 +187,29 @@ class StackConfig(ConfigModel):
     # `pulumi config set --secret flux-minicluster:curveCert -- "$(cat curve.cert)"`.
     curve_cert: str | None = None
 
+    def arguments(self) -> MiniClusterArgs:
+        """The component arguments the stack config takes (``declaring.Stack``), as set or by
+        their defaults; unset ones are left out."""
+        found: dict[str, Any] = {}
+        for argument in ARGUMENTS:
+            if argument.arg.stack is not None:
+                value = getattr(getattr(self, argument.arg.stack.section), argument.name)
+                if value is not None:
+                    found[argument.name] = value
+        return cast(MiniClusterArgs, found)
+
+    def argument_problems(self) -> list[Problem]:
+        """The arguments' own checks on the values the stack config gives, at their keys."""
+        found: list[Problem] = []
+        for argument in ARGUMENTS:
+            place = argument.arg.stack
+            if place is not None and argument.arg.check is not None:
+                value = getattr(getattr(self, place.section), argument.name)
+                if value is not None:
+                    where = f"{PROJECT}:{place.section}.{to_camel(argument.name)}"
+                    found += argument.arg.check(value, where)
+        return found
+
     def checked_curve_cert(self) -> str | None:
         """``curveCert`` once Flux's rules accept it (``core.flux.certificate``), else a problem at
         the key. The program checks it before handing it on as a secret Output, which the
@@ -213,19 +247,13 @@ class StackConfig(ConfigModel):
     def definition(self, root: Path) -> MiniClusterDefinition:
         """The stack's MiniCluster, parsed once, with the stack's names, its cloud's defaults and
         its role settled (``settle``) before the cross-field rules run: they run once."""
-        parsed = parse(
+        return parse(
             self.load_spec(root),
             name=self.minicluster.name,
             namespace=self.cluster.namespace,
             source=self.minicluster.file or "",
             settle=self.settle,
         )
-        if self.minicluster.autoscale is not None:
-            where = f"{PROJECT}:minicluster.autoscale"
-            chosen = autoscaling.settings(self.minicluster.autoscale, where)
-            text = "false" if chosen is None else autoscaling.annotation_value(chosen)
-            parsed = replace(parsed, annotations={**parsed.annotations, AUTOSCALE_ANNOTATION: text})
-        return parsed
 
     def settle(self, spec: MiniClusterSpec, name: str) -> MiniClusterSpec:
         """The user's spec as this stack deploys it (``loading.parse``'s ``settle``): with the
@@ -302,6 +330,8 @@ def parse_stack_config(values: Mapping[str, Any]) -> StackConfig:
         config = StackConfig.model_validate(dict(values))
     except ValidationError as err:
         raise SpecError(_config_problems(err)) from None
+    if problems := config.argument_problems():
+        raise SpecError(problems)
     if config.curve_cert is not None and config.bursting.role == ROLE_BURST:
         raise SpecError(
             Problem(f"{PROJECT}:curveCert", "a burst uses its root's certificate; leave it out")
