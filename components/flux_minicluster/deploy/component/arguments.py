@@ -28,7 +28,7 @@ from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.core.planning import autoscale as autoscaling
 from flux_minicluster.core.spec.definition import MiniClusterDefinition
 from flux_minicluster.core.spec.models import MiniClusterSpec
-from flux_minicluster.deploy.component import declaring, outputs
+from flux_minicluster.deploy.component import declaring, keygen, outputs
 from flux_minicluster.deploy.component.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.component.declaring import Arg, Argument, Stack
@@ -120,7 +120,10 @@ class MiniClusterArgs(TypedDict, total=False):
     """MiniCluster name, overriding metadata.name; the Job, hostnames and Services derive from
     it. Default: metadata.name, else the component's resource name."""
 
-    keygen: Annotated[KeygenArgs, Arg(schema=declaring.schema_object(KeygenArgs, "Keygen"))]
+    keygen: Annotated[
+        KeygenArgs,
+        Arg(check=keygen.ARGUMENTS_CHECK, schema=declaring.schema_object(KeygenArgs, "Keygen")),
+    ]
     """How the curve certificate is generated when neither ``curve_cert`` nor the spec's
     ``flux.curveCert`` gives one."""
 

@@ -15,6 +15,7 @@ Python programs type-check against the TypedDict as it is: a type checker ignore
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import typing
@@ -32,7 +33,9 @@ __all__ = [
     "Check",
     "Stack",
     "declared",
+    "fields",
     "message",
+    "non_empty_string",
     "one_of",
     "positive_seconds",
     "problems",
@@ -105,8 +108,10 @@ class Argument:
         return self.arg.schema if self.arg.schema is not None else self.python
 
 
+@functools.cache
 def declared(arguments: type) -> tuple[Argument, ...]:
-    """The fields of the TypedDict ``arguments``, in order, with their declarations."""
+    """The fields of the TypedDict ``arguments``, in order, with their declarations (read once:
+    a string annotation is evaluated, and with it the enums it makes)."""
     # Not typing.get_type_hints: it would resolve pulumi.Input's forward reference to Output,
     # which Pulumi's analyzer reads as it is.
     module = vars(sys.modules[arguments.__module__])
@@ -164,14 +169,39 @@ def raising(parse: Callable[[Any, str], object]) -> Check:
     return check
 
 
-def one_of(choices: Sequence[str]) -> Check:
+def one_of(choices: Sequence[str], *, optional: bool = False) -> Check:
+    """One of ``choices`` (or None, when ``optional``)."""
     return message(
         lambda value: (
-            None if value in choices else f"must be one of {', '.join(choices)}, got {value!r}"
+            None
+            if value in choices or (optional and value is None)
+            else f"must be one of {', '.join(choices)}, got {value!r}"
         )
     )
 
 
+def fields(arguments: type) -> Check:
+    """A mapping of the arguments the TypedDict ``arguments`` declares, each checked (at
+    ``<where>.<name>``); None is none given."""
+    declared_arguments = declared(arguments)
+
+    def check(value: Any, where: str) -> list[Problem]:
+        if value is None:
+            return []
+        if not isinstance(value, Mapping):
+            return [Problem(where, f"must be a mapping, got {type(value).__name__}")]
+        return problems(declared_arguments, value, f"{where}.")
+
+    return check
+
+
+non_empty_string: Final = message(
+    lambda value: (
+        None
+        if value is None or (isinstance(value, str) and value.strip())
+        else "must be a non-empty string"
+    )
+)
 string: Final = message(
     lambda value: (
         None

@@ -34,9 +34,10 @@ import pulumi
 from pulumi_command import local
 
 from flux_minicluster.core.base import templating
-from flux_minicluster.core.base.errors import Problem, SpecError, unknown_key
+from flux_minicluster.core.base.errors import SpecError
 from flux_minicluster.core.kube.limits import MAX_LABEL_LENGTH
 from flux_minicluster.core.planning.plan import MiniClusterPlan
+from flux_minicluster.deploy.component import declaring
 from flux_minicluster.deploy.component.declaring import Arg, schema_enum
 
 __all__ = [
@@ -66,17 +67,22 @@ MACHINE_DEPENDENT_INPUTS: Final = ("create", "environment", "interpreter")
 _POD_SUFFIX: Final = "-keygen-12345678"
 
 
+def _rotation(value: Any) -> str | None:
+    return None if isinstance(value, str) else "must be a string"
+
+
 class KeygenArgs(TypedDict, total=False):
     """How the curve certificate is generated when none is supplied."""
 
     strategy: Annotated[
         Strategy,
         Arg(
+            check=declaring.one_of(STRATEGIES),
             schema=schema_enum(
                 Strategy,
                 "KeygenStrategy",
                 "Where ``flux keygen`` runs when the component generates the curve certificate.",
-            )
+            ),
         ),
     ]
     """auto (default): the first of flux, builtin, container, kubectl that is available and works
@@ -86,31 +92,36 @@ class KeygenArgs(TypedDict, total=False):
     image; kubectl: the same in a one-off pod. The certificate never passes through a container
     log."""
 
-    rotation: str
+    rotation: Annotated[str, Arg(check=declaring.message(_rotation))]
     """Any string; changing it generates a new certificate (it is the Command's trigger). Every
     broker must be restarted to pick a new certificate up, and bursted clusters must get it too."""
 
-    kubeconfig: str
+    kubeconfig: Annotated[str, Arg(check=declaring.non_empty_string)]
     """Path of the kubeconfig the kubectl strategy uses (default: kubectl's own default)."""
 
-    context: str
+    context: Annotated[str, Arg(check=declaring.non_empty_string)]
     """kubeconfig context the kubectl strategy uses (default: the current context)."""
 
-    image: str
+    image: Annotated[str, Arg(check=declaring.non_empty_string)]
     """Image with Flux in /opt/view for the kubectl and container strategies (default: the spec's
     flux view image, ``spec.flux.container.image``)."""
 
     container_runtime: Annotated[
         ContainerRuntime,
         Arg(
+            check=declaring.one_of(CONTAINER_RUNTIMES, optional=True),
             schema=schema_enum(
                 ContainerRuntime,
                 "ContainerRuntime",
                 "The container runtime of the ``container`` keygen strategy.",
-            )
+            ),
         ),
     ]
     """docker or podman for the container strategy (default: the first one on PATH)."""
+
+
+ARGUMENTS_CHECK: Final = declaring.fields(KeygenArgs)
+"""The check of ``MiniClusterArgs.keygen``: a mapping of ``KeygenArgs``, each checked."""
 
 
 @dataclass(frozen=True)
@@ -143,44 +154,12 @@ def settings_from_args(
 ) -> KeygenSettings:
     """Check ``MiniClusterArgs.keygen``; every problem is a SpecError naming the argument."""
     args = {} if args is None else args
-    problems: list[Problem] = []
-    if not isinstance(args, Mapping):
-        raise SpecError(
-            Problem(where, f"must be a mapping, got {type(args).__name__}"),
-            source="MiniClusterArgs",
-        )
-    for key in args:
-        if key not in KeygenArgs.__optional_keys__:
-            message = unknown_key(str(key), KeygenArgs.__optional_keys__, "argument")
-            problems.append(Problem(f"{where}.{key}", message))
-
-    strategy = args.get("strategy", "auto")
-    if strategy not in STRATEGIES:
-        problems.append(
-            Problem(
-                f"{where}.strategy", f"must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
-            )
-        )
-    runtime = args.get("container_runtime")
-    if runtime is not None and runtime not in CONTAINER_RUNTIMES:
-        problems.append(
-            Problem(
-                f"{where}.container_runtime",
-                f"must be one of {', '.join(CONTAINER_RUNTIMES)}, got {runtime!r}",
-            )
-        )
-    rotation = args.get("rotation", "")
-    text: dict[str, str | None] = {}
-    for key in ("kubeconfig", "context", "image"):
-        value = args.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            problems.append(Problem(f"{where}.{key}", "must be a non-empty string"))
-            value = None
-        text[key] = value
-    if not isinstance(rotation, str):
-        problems.append(Problem(f"{where}.rotation", "must be a string"))
-    if problems:
+    if problems := ARGUMENTS_CHECK(args, where):
         raise SpecError(problems, source="MiniClusterArgs")
+    strategy = args.get("strategy", "auto")
+    runtime = args.get("container_runtime")
+    rotation = args.get("rotation", "")
+    text = {key: args.get(key) for key in ("kubeconfig", "context", "image")}
 
     name = plan.name
     room = MAX_LABEL_LENGTH - len(_POD_SUFFIX)
