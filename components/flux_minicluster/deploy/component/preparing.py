@@ -156,17 +156,6 @@ def _definition(
     ``settle`` (a burst's deferred group) made before the cross-field rules run."""
     name, namespace = args.get("name"), args.get("namespace")
     if isinstance(spec, MiniClusterDefinition):
-        given: MiniClusterDefinition = spec
-        changed = given.spec
-        if lead_address is not None:
-            changed = with_lead_address(changed, lead_address)
-        if settle is not None:
-            try:
-                changed = settle(changed, given.name)
-            except SpecError as err:
-                raise err.with_source(SOURCE) from None
-        if changed is not given.spec:  # validated already, unless changed here
-            given = revalidate(given.with_spec(changed), source=SOURCE)
         if name is not None or namespace is not None:
             raise SpecError(
                 Problem(
@@ -176,7 +165,7 @@ def _definition(
                 ),
                 source=SOURCE,
             )
-        return given
+        return _given(spec, lead_address, settle)
     if isinstance(spec, MiniClusterSpec):
         return parse(
             spec,
@@ -185,31 +174,12 @@ def _definition(
             lead_address=lead_address,
             settle=settle,
         )
-    source = ""
-    if isinstance(spec, str) and "\n" in spec:
-        raise SpecError(
-            Problem("spec", "a string is a file path, and this looks like YAML text: pass a dict"),
-            source=SOURCE,
-        )
-    if isinstance(spec, str | Path):
-        source = str(spec)
-        found = documents.read_file(spec)
-        if len(found) != 1:
-            raise SpecError(
-                Problem("", f"expected one MiniCluster, found {len(found)} documents"),
-                source=source,
-            )
-        spec = found[0]
-    if not isinstance(spec, Mapping):
-        raise SpecError(
-            Problem("spec", f"must be a mapping, a file path or a MiniClusterSpec, got {spec!r}"),
-            source=SOURCE,
-        )
-    metadata = spec.get("metadata") if documents.is_document(spec) else None
+    source, document = _document(spec)
+    metadata = document.get("metadata") if documents.is_document(document) else None
     # Not a mapping: parse names the problem at metadata.
     has_name = isinstance(metadata, Mapping) and bool(metadata.get("name"))
     definition = parse(
-        spec,
+        document,
         name=name or (None if has_name else resource_name),
         namespace=namespace,
         source=source,
@@ -226,3 +196,49 @@ def _definition(
         )
         definition = replace(definition, warnings=(*definition.warnings, said))
     return definition
+
+
+def _given(
+    given: MiniClusterDefinition,
+    lead_address: str | None,
+    settle: Callable[[MiniClusterSpec, str], MiniClusterSpec] | None,
+) -> MiniClusterDefinition:
+    """An already validated definition, with the lead and the group as the arguments give
+    them; validated again only when they change it."""
+    changed = given.spec
+    if lead_address is not None:
+        changed = with_lead_address(changed, lead_address)
+    if settle is not None:
+        try:
+            changed = settle(changed, given.name)
+        except SpecError as err:
+            raise err.with_source(SOURCE) from None
+    if changed is given.spec:
+        return given
+    return revalidate(given.with_spec(changed), source=SOURCE)
+
+
+def _document(spec: Any) -> tuple[str, Mapping[str, Any]]:
+    """The document or bare spec ``spec`` gives (a mapping, or a YAML file's path) and where it
+    was read from ("" when not from a file)."""
+    if isinstance(spec, str) and "\n" in spec:
+        raise SpecError(
+            Problem("spec", "a string is a file path, and this looks like YAML text: pass a dict"),
+            source=SOURCE,
+        )
+    source = ""
+    if isinstance(spec, str | Path):
+        source = str(spec)
+        found = documents.read_file(spec)
+        if len(found) != 1:
+            raise SpecError(
+                Problem("", f"expected one MiniCluster, found {len(found)} documents"),
+                source=source,
+            )
+        spec = found[0]
+    if not isinstance(spec, Mapping):
+        raise SpecError(
+            Problem("spec", f"must be a mapping, a file path or a MiniClusterSpec, got {spec!r}"),
+            source=SOURCE,
+        )
+    return source, spec
