@@ -81,7 +81,7 @@ def _lead_address(value: Any) -> str | None:
 
 def _certificate(value: Any) -> str | None:
     if not isinstance(value, str):
-        return None  # an Output: checked once known (outputs.checked_certificate)
+        return None  # an Output: checked once known (deploytime)
     try:
         certificates.parse(outputs.normalize_certificate(value))
     except certificates.CertificateError as err:
