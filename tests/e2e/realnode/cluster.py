@@ -152,13 +152,15 @@ def claim(owner: int) -> int:
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     with (RUN_DIR / ".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # every cluster whose owner died goes first (a killed test run leaves them)
+        for rec in sorted(RUN_DIR.glob("cluster-*.json")):
+            record = json.loads(rec.read_text() or "{}")
+            if not _alive(record.get("owner", 0), record.get("owner_started")):
+                cleanup({**record, "k": int(rec.stem.split("-")[1])})
         for k in range(1, MAX_CLUSTERS + 1):
             rec = RUN_DIR / f"cluster-{k}.json"
             if rec.exists():
-                record = json.loads(rec.read_text() or "{}")
-                if _alive(record.get("owner", 0), record.get("owner_started")):
-                    continue
-                cleanup(record)
+                continue
             _save_sysctls()  # the host's values before any kubelet (kept if saved before)
             rec.write_text(
                 json.dumps({"k": k, "owner": owner, "owner_started": _start_time(owner)})
