@@ -90,9 +90,11 @@ golden: $(STAMP)
 # The real Pulumi CLI/plugins and a Kubernetes control plane, built from the Go module proxy and,
 # for the two modules it refuses, from ../shared/vendor (standard library only; prints the bin
 # directory last; exits 1 when any piece failed). `make e2e` builds it if needed and runs the
-# tests using it.
+# tests using it. Then what real nodes run (tests/e2e/realnode/toolchain.py: kubelet, kube-proxy,
+# CoreDNS, kube-router, Debian's containerd, the images; keyed apart, prints its set directory).
 e2e-tools:
 	python3 tests/e2e/toolchain/build.py
+	python3 tests/e2e/realnode/toolchain.py
 
 e2e: $(STAMP)
 	@bindir="$$(python3 tests/e2e/toolchain/build.py)" || { echo "make e2e: the e2e toolchain did not build" >&2; exit 1; }; \

@@ -337,6 +337,44 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
 
 
+# --- real nodes (tests/e2e/realnode) ----------------------------------------------------------
+
+NODES_BUILDER = E2E / "realnode" / "toolchain.py"
+
+
+@pytest.fixture(scope="session")
+def nodes_set() -> Path:
+    """What real nodes run (kubelet, kube-proxy, kubectl, CoreDNS, kube-router, the images):
+    realnode/toolchain.py's set directory, built or reused; FLUX_MINICLUSTER_NODES_DIR=<dir>
+    uses one built before. A piece that does not build fails the test with the builder's words."""
+    explicit = os.environ.get("FLUX_MINICLUSTER_NODES_DIR")
+    if explicit:
+        return Path(explicit)
+    proc = subprocess.run(
+        [sys.executable, str(NODES_BUILDER)], capture_output=True, text=True, cwd=REPO
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        pytest.fail(f"the real-node pieces did not build:\n{proc.stderr[-3000:]}", pytrace=False)
+    return Path(lines[-1])
+
+
+@pytest.fixture
+def real_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureRequest) -> Any:
+    """A control plane with one real node (realnode/cluster.py), removed however the test ends;
+    its start-up and teardown figures go to the terminal summary."""
+    from realnode.cluster import RealCluster
+
+    _require_control_plane(toolchain)
+    rc = RealCluster(toolchain.bin, nodes_set, nodes=1, name="rn")
+    t0 = time.monotonic()
+    with rc:
+        request.node.user_properties.append(("real_cluster_startup_s", time.monotonic() - t0))
+        yield rc
+    steps = ", ".join(f"{k} {v:.1f}s" for k, v in rc.teardown_steps.items())
+    _REPORT.append(f"[{request.node.name}] real cluster teardown: {steps}")
+
+
 # --- real brokers (the `flux` marker) --------------------------------------------------------
 
 

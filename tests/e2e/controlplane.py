@@ -56,6 +56,7 @@ NODE_PODS = "110"
 NODE_EPHEMERAL_STORAGE = "1Ti"
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.1/16"
+LOOPBACK = "127.0.0.1"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 _LIVE: weakref.WeakSet[ControlPlane] = weakref.WeakSet()
@@ -148,8 +149,15 @@ class ControlPlane:
         workdir: str | os.PathLike[str] | None = None,
         start_timeout: float = 120.0,
         keep_workdir: bool = False,
+        address: str = LOOPBACK,
     ) -> None:
         self.bindir = Path(bindir)
+        # Where the API server listens and what it advertises. The default, loopback, serves
+        # kwok's fake nodes. Real nodes (tests/e2e/realnode) give an address their network
+        # namespaces reach: then the `kubernetes` Service gets that endpoint (lease reconciler),
+        # and the API server reaches each kubelet at its InternalIP with the admin certificate
+        # (logs, exec, port-forward go through the kubelet's webhook authorization).
+        self.address = address
         self.name = name
         self.nodes = nodes
         self.start_timeout = start_timeout
@@ -373,7 +381,7 @@ class ControlPlane:
         (w / "logs").mkdir(parents=True, exist_ok=True)
         etcd_client, etcd_peer, api_port, kcm_port, sched_port = _free_ports(5)
         self.port = api_port
-        self.server = f"https://127.0.0.1:{api_port}"
+        self.server = f"https://{self.address}:{api_port}"
 
         self._make_pki()
         self._write_kubeconfig()
@@ -415,11 +423,8 @@ class ControlPlane:
             "kube-apiserver",
             [
                 f"--etcd-servers=http://127.0.0.1:{etcd_client}",
-                "--bind-address=127.0.0.1",
                 f"--secure-port={api_port}",
-                "--advertise-address=127.0.0.1",
-                # the 'kubernetes' Service's endpoints would be 127.0.0.1, which is invalid
-                "--endpoint-reconciler-type=none",
+                *self._address_args(),
                 f"--cert-dir={w / 'apiserver-certs'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -501,6 +506,25 @@ class ControlPlane:
         self.wait_for("fake nodes Ready", self._nodes_ready)
         self.timings["kwok nodes Ready"] = time.monotonic() - t0
 
+    def _address_args(self) -> list[str]:
+        if self.address == LOOPBACK:
+            return [
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                # the 'kubernetes' Service's endpoints would be 127.0.0.1, which is invalid
+                "--endpoint-reconciler-type=none",
+            ]
+        pki = self.workdir / "pki"
+        return [
+            f"--bind-address={self.address}",
+            f"--advertise-address={self.address}",
+            "--endpoint-reconciler-type=lease",
+            f"--kubelet-client-certificate={pki / 'admin.crt'}",
+            f"--kubelet-client-key={pki / 'admin.key'}",
+            # else it resolves node names with the host's resolver (and times out)
+            "--kubelet-preferred-address-types=InternalIP",
+        ]
+
     def _spawn(self, name: str, args: list[str]) -> None:
         self._args[name] = args
         logf = (self.workdir / "logs" / f"{name}.log").open("ab")
@@ -581,6 +605,7 @@ class ControlPlane:
             [
                 "IP:127.0.0.1",
                 "IP:10.96.0.1",
+                *([] if self.address == LOOPBACK else [f"IP:{self.address}"]),
                 "DNS:localhost",
                 "DNS:kubernetes",
                 "DNS:kubernetes.default",

@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""Build what a real Kubernetes node of e2e runs: kubelet, kube-proxy and kubectl from the control
+plane's own module graph, a lean CoreDNS, kube-router's firewall (NetworkPolicy) controller,
+Debian's containerd, runc and CNI plugins, and the images pods run (no registry is reachable).
+
+Python 3.11 standard library only, like tests/e2e/toolchain/build.py, whose helpers it imports
+read-only (go_env, run_go, build_piece, the control-plane piece): nothing here lives under
+tests/e2e/toolchain, so the toolchain's key (it hashes every .py/.go file there and the top-level
+pins) does not change, and its warm bin/ stays usable.
+
+The pins are [tool.flux-minicluster.toolchain.nodes] of pyproject.toml (a sub-table: the main key
+ignores it) and, for the Kubernetes binaries, the table's `kubernetes` pin. Every piece has a key
+of its own: the hash of its recipe (the pins it uses, the module requirements, the flags, the
+sources it compiles, RECIPES[piece]) and the Go version, so a new CoreDNS rebuilds CoreDNS only.
+
+    <cache root>/nodes/<piece>/<key>/     bin/ (or images/), logs, .complete (JSON: seconds, ...)
+    <cache root>/nodes/set-<key>/         bin/ and images/: symlinks into the pieces of one set,
+                                          versions.json, build-times.json (wall seconds per piece)
+
+    python3 tests/e2e/realnode/toolchain.py               # build what is missing, reuse the rest
+    python3 tests/e2e/realnode/toolchain.py --piece coredns
+    python3 tests/e2e/realnode/toolchain.py --list
+
+The set directory is the last line of stdout when every piece is there. Exit status 0 when every
+requested piece is built, 1 when one failed (stderr says which, the log holds go's output).
+The Debian packages are not cached: the piece checks dpkg and apt-get installs what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TOOLCHAIN = HERE.parent / "toolchain"
+COREDNS = "github.com/coredns/coredns"
+KUBE_ROUTER = "github.com/cloudnativelabs/kube-router/v2"
+PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Bump a piece's number when its recipe below changes in a way its pins do not show.
+RECIPES = {"debian": 1, "kube-node": 1, "coredns": 1, "kube-router": 1, "images": 1}
+
+
+def builder() -> ModuleType:
+    """tests/e2e/toolchain/build.py, imported read-only (no bytecode written beside it)."""
+    if "build" in sys.modules:
+        return sys.modules["build"]
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, str(TOOLCHAIN))
+    import build
+
+    return build
+
+
+@dataclasses.dataclass
+class NodePiece:
+    name: str
+    outputs: list[str]  # files the piece leaves in its out directory (bin/x or images/x)
+    recipe: dict[str, Any]  # everything that decides the outputs, hashed into the key
+    run: Callable[[Path], dict[str, Any]]  # builds into the key directory; returns facts
+    keyed: bool = True  # False: system state (apt), checked every time
+
+    def key(self, goversion: str) -> str:
+        body = {"recipe": self.recipe, "go": goversion, "rev": RECIPES[self.name]}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def node_pins(pins_raw: dict[str, object]) -> dict[str, Any]:
+    table = pins_raw.get("nodes")
+    if not isinstance(table, dict):
+        raise KeyError("[tool.flux-minicluster.toolchain.nodes] is missing from pyproject.toml")
+    return dict(table)
+
+
+def _sh(cmd: list[str], logfile: Path, **kw: Any) -> str:
+    with logfile.open("a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw
+        )
+        fh.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
+        raise RuntimeError(f"{cmd[0]} failed (exit {proc.returncode}):\n{tail}\n(log {logfile})")
+    return proc.stdout
+
+
+# -- Debian's container runtime ------------------------------------------------------------------
+
+
+def debian_versions(packages: list[str]) -> dict[str, str]:
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev} ${Version}\n", *packages],
+        capture_output=True,
+        text=True,
+    ).stdout
+    found = {}
+    for line in out.splitlines():
+        name, status, version = [*line.split(), "", "", ""][:3]
+        if status.startswith("ii"):
+            found[name] = version
+    return found
+
+
+def debian_piece(np: dict[str, Any], logdir: Path) -> NodePiece:
+    packages = [str(p) for p in np["debian-packages"]]
+
+    def run(_keydir: Path) -> dict[str, Any]:
+        missing = [p for p in packages if p not in debian_versions(packages)]
+        if missing:
+            logfile = logdir / "debian.log"
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            _sh(["apt-get", "update", "-q"], logfile, env=env)
+            _sh(
+                ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+                logfile,
+                env=env,
+            )
+        versions = debian_versions(packages)
+        still = [p for p in packages if p not in versions]
+        if still:
+            raise RuntimeError(f"apt-get left these Debian packages missing: {still}")
+        return {"installed": missing, "versions": versions}
+
+    return NodePiece("debian", [], {"packages": packages}, run, keyed=False)
+
+
+# -- Go pieces -----------------------------------------------------------------------------------
+
+
+def kube_node_piece(b: ModuleType, pins_raw: dict[str, object]) -> tuple[Any, dict[str, Any]]:
+    """kubelet, kube-proxy and kubectl: the control-plane piece with other binaries. Same go.mod
+    (k8s.io/kubernetes, kwok and etcd required, the staging modules replaced), same -ldflags, same
+    caches: the packages the control plane compiled are reused, the API server and the kubelet
+    agree on the version to the commit."""
+    cp = next(p for p in b.pieces(pins_raw) if p.name == "control-plane")
+    kube = str(pins_raw["kubernetes"])
+    binaries = [
+        b.Binary(name, f"k8s.io/kubernetes/cmd/{name}", f"k8s.io/kubernetes@{kube}")
+        for name in ("kubelet", "kube-proxy", "kubectl")
+    ]
+    piece = dataclasses.replace(cp, name="kube-node", binaries=binaries, finish=None)
+    recipe = {
+        "binaries": [dataclasses.astuple(x) for x in binaries],
+        "requires": piece.requires,
+        "replaces": piece.replaces,
+        "ldflags": piece.ldflags,
+        "tags": piece.tags,
+        "go": piece.go_directive,
+    }
+    return piece, recipe
+
+
+COREDNS_MAIN = """// Generated by tests/e2e/realnode/toolchain.py: CoreDNS with only the plugins
+// the cluster DNS of the real nodes uses (upstream's main imports every plugin of plugin.cfg).
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+{imports}
+)
+
+// The directives the Corefile may use, in upstream's order (plugin.cfg), which is the order
+// a query passes them; the others are not compiled in.
+func init() {{
+	keep := map[string]bool{{{keep}}}
+	var directives []string
+	for _, name := range dnsserver.Directives {{
+		if keep[name] {{
+			directives = append(directives, name)
+		}}
+	}}
+	dnsserver.Directives = directives
+}}
+
+func main() {{
+	coremain.Run()
+}}
+"""
+
+
+def coredns_main(plugins: list[str]) -> str:
+    imports = "\n".join(f'\t_ "{COREDNS}/plugin/{p}"' for p in plugins)
+    keep = ", ".join(f'"{p}": true' for p in plugins)
+    return COREDNS_MAIN.format(imports=imports, keep=keep)
+
+
+def coredns_piece(b: ModuleType, np: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    version = str(np["coredns"])
+    plugins = [str(p) for p in np["coredns-plugins"]]
+    main = coredns_main(plugins)
+
+    def prepare(_piece: Any, wdir: Path, _pins: dict[str, str]) -> None:
+        (wdir / "main.go").write_text(main)
+
+    piece = b.Piece(
+        name="coredns",
+        binaries=[b.Binary("coredns", ".", f"{COREDNS}@{version}")],
+        requires={COREDNS: version},
+        ldflags=[f"{COREDNS}/coremain.GitCommit={version}"],
+        prepare=prepare,
+        go_directive="1.26",
+    )
+    recipe = {"version": version, "main": main, "ldflags": piece.ldflags, "go": "1.26"}
+    return piece, recipe
+
+
+def go_piece(name: str, b: ModuleType, piece: Any, recipe: dict[str, Any]) -> NodePiece:
+    def run(keydir: Path) -> dict[str, Any]:
+        b.build_piece(piece, b.cache_root(), keydir, {})
+        return {}
+
+    return NodePiece(name, [f"bin/{x.name}" for x in piece.binaries], recipe, run)
+
+
+def kube_router_piece(b: ModuleType, np: dict[str, Any]) -> NodePiece:
+    """`go install` of kube-router's own module (its go.mod decides every dependency, as
+    upstream's release builds do), with the toolchain's caches and flags."""
+    version = str(np["kube-router"])
+    package = f"{KUBE_ROUTER}/cmd/kube-router"
+    ldflags = f"-s -w -X {KUBE_ROUTER}/pkg/version.Version={version}"
+    ldflags += f" -X {KUBE_ROUTER}/pkg/version.BuildDate=1970-01-01T00:00:00Z"
+
+    def run(keydir: Path) -> dict[str, Any]:
+        env = b.go_env(b.cache_root())
+        env["GOBIN"] = str(keydir / "bin")
+        logfile = keydir / "logs" / "kube-router.log"
+        b.run_go(
+            ["install", "-trimpath", "-ldflags", ldflags, f"{package}@{version}"],
+            keydir,
+            env,
+            logfile,
+        )
+        return {}
+
+    recipe = {"version": version, "package": package, "ldflags": ldflags}
+    return NodePiece("kube-router", ["bin/kube-router"], recipe, run)
+
+
+# -- images --------------------------------------------------------------------------------------
+
+
+def _tar_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = mode
+    tar.addfile(info, io.BytesIO(data))
+
+
+def docker_archive(out: Path, layer: Path, tags: list[str], cmd: list[str]) -> str:
+    """A `docker save` layout with one uncompressed layer (what `ctr images import` reads):
+    <config digest>.json, <layer digest>/layer.tar, manifest.json naming the tags. Returns the
+    image's config digest (its ID)."""
+    digest = hashlib.sha256()
+    with layer.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    diff = digest.hexdigest()
+    epoch = "1970-01-01T00:00:00Z"
+    config = {
+        "architecture": "amd64",
+        "os": "linux",
+        "created": epoch,
+        "config": {"Env": [PATH_ENV], "Cmd": cmd, "WorkingDir": "/"},
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff}"]},
+        "history": [{"created": epoch, "created_by": "tests/e2e/realnode/toolchain.py"}],
+    }
+    blob = json.dumps(config, sort_keys=True).encode()
+    image_id = hashlib.sha256(blob).hexdigest()
+    manifest = [{"Config": f"{image_id}.json", "RepoTags": tags, "Layers": [f"{diff}/layer.tar"]}]
+    part = out.with_name(out.name + ".part")
+    with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
+        _tar_bytes(tar, f"{image_id}.json", blob)
+        tar.add(layer, arcname=f"{diff}/layer.tar")
+        _tar_bytes(tar, "manifest.json", json.dumps(manifest).encode())
+    os.replace(part, out)
+    return f"sha256:{image_id}"
+
+
+def images_piece(np: dict[str, Any]) -> NodePiece:
+    suite = str(np["image-suite"])
+    include = [str(p) for p in np["image-include"]]
+    tags = [str(t) for t in np["image-tags"]]
+    pause_tag = str(np["pause-tag"])
+    pause_c = (HERE / "pause.c").read_text()
+
+    def run(keydir: Path) -> dict[str, Any]:
+        images = keydir / "images"
+        work = keydir / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        images.mkdir(exist_ok=True)
+        logfile = keydir / "logs" / "images.log"
+        facts: dict[str, Any] = {}
+        # pause: one static binary, the whole image
+        t0 = time.monotonic()
+        _sh(["gcc", "-O2", "-static", "-o", str(work / "pause"), str(HERE / "pause.c")], logfile)
+        with tarfile.open(work / "pause-layer.tar", "w") as tar:
+            tar.add(work / "pause", arcname="pause")
+        facts["pause"] = {
+            "id": docker_archive(
+                images / "pause.tar", work / "pause-layer.tar", [pause_tag], ["/pause"]
+            ),
+            "seconds": round(time.monotonic() - t0, 1),
+        }
+        # debian: a minbase root file system from Debian's packages
+        t0 = time.monotonic()
+        rootfs = work / "rootfs.tar"
+        _sh(
+            [
+                "mmdebstrap",
+                "--variant=minbase",
+                "--mode=root",
+                f"--include={','.join(include)}",
+                suite,
+                str(rootfs),
+            ],
+            logfile,
+        )
+        facts["debian"] = {
+            "id": docker_archive(images / "debian.tar", rootfs, tags, ["/bin/sh"]),
+            "seconds": round(time.monotonic() - t0, 1),
+            "bytes": rootfs.stat().st_size,
+        }
+        shutil.rmtree(work)
+        return facts
+
+    recipe = {"suite": suite, "include": include, "tags": tags, "pause": pause_tag, "c": pause_c}
+    return NodePiece("images", ["images/pause.tar", "images/debian.tar"], recipe, run)
+
+
+# -- the set -------------------------------------------------------------------------------------
+
+
+def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> list[NodePiece]:
+    np = node_pins(pins_raw)
+    kube, kube_recipe = kube_node_piece(b, pins_raw)
+    dns, dns_recipe = coredns_piece(b, np)
+    return [
+        debian_piece(np, logdir),
+        go_piece("kube-node", b, kube, kube_recipe),
+        images_piece(np),
+        go_piece("coredns", b, dns, dns_recipe),
+        kube_router_piece(b, np),
+    ]
+
+
+def build_one(b: ModuleType, piece: NodePiece, root: Path, goversion: str) -> dict[str, Any]:
+    """Build a piece unless its key directory is complete; returns its record (.complete)."""
+    keydir = root / "nodes" / piece.name / piece.key(goversion)
+    done = keydir / ".complete"
+    if piece.keyed and done.exists():
+        record = dict(json.loads(done.read_text()))
+        record["reused"] = True
+        return record
+    keydir.mkdir(parents=True, exist_ok=True)
+    with b.locked(keydir / ".lock"):
+        if piece.keyed and done.exists():
+            return dict(json.loads(done.read_text()), reused=True)
+        (keydir / "logs").mkdir(exist_ok=True)
+        b.log(f"nodes: {piece.name}: building into {keydir}")
+        t0 = time.monotonic()
+        facts = piece.run(keydir)
+        record = {"seconds": round(time.monotonic() - t0, 1), "dir": str(keydir), **facts}
+        for out in piece.outputs:
+            if not (keydir / out).exists():
+                raise RuntimeError(f"{piece.name}: built, but {keydir / out} is missing")
+        if piece.keyed:
+            done.write_text(json.dumps(record, sort_keys=True) + "\n")
+        b.log(f"nodes: {piece.name}: done in {record['seconds']}s")
+    return dict(record, reused=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--piece", action="append", default=[], help="only this piece; repeatable")
+    ap.add_argument("--list", action="store_true", help="list the pieces and their keys")
+    args = ap.parse_args(argv)
+    b = builder()
+    root = b.cache_root()
+    logdir = root / "nodes" / "logs"
+    logdir.mkdir(parents=True, exist_ok=True)
+    pins_raw = b.load_pins()
+    goversion = b.go_version()
+    pieces = node_pieces(b, pins_raw, logdir)
+    if args.list:
+        for pc in pieces:
+            print(f"{pc.name} {pc.key(goversion) if pc.keyed else '(apt)'} {' '.join(pc.outputs)}")
+        return 0
+    unknown = set(args.piece) - {pc.name for pc in pieces}
+    if unknown:
+        print(f"unknown piece(s) {sorted(unknown)}", file=sys.stderr)
+        return 2
+    records: dict[str, Any] = {}
+    failed = []
+    for pc in pieces:
+        if args.piece and pc.name not in args.piece:
+            continue
+        try:
+            records[pc.name] = build_one(b, pc, root, goversion)
+        except Exception as exc:  # one piece failing must not hide the others' results
+            b.log(f"nodes: {pc.name} FAILED: {exc}")
+            failed.append(pc.name)
+    if failed or args.piece:
+        return 1 if failed else 0
+    keys = {pc.name: pc.key(goversion) for pc in pieces if pc.keyed}
+    setdir = (
+        root
+        / "nodes"
+        / ("set-" + hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12])
+    )
+    for pc in pieces:
+        for out in pc.outputs:
+            link = setdir / out
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.unlink(missing_ok=True)
+            link.symlink_to(root / "nodes" / pc.name / keys[pc.name] / out)
+    versions = {
+        "kubernetes": str(pins_raw["kubernetes"]),
+        **{k: v for k, v in node_pins(pins_raw).items() if k in ("coredns", "kube-router")},
+        "debian": records["debian"]["versions"],
+        "go": goversion,
+        "keys": keys,
+    }
+    (setdir / "versions.json").write_text(json.dumps(versions, indent=2, sort_keys=True) + "\n")
+    times = {n: {"seconds": r["seconds"], "reused": r["reused"]} for n, r in records.items()}
+    (setdir / "build-times.json").write_text(json.dumps(times, indent=2, sort_keys=True) + "\n")
+    print(setdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
