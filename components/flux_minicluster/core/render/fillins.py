@@ -38,6 +38,7 @@ __all__ = [
     "certificate_tokens",
     "certificate_values",
     "group_values",
+    "hostlist",
     "lead_address_problem",
     "lead_values",
     "normalize_certificate",
@@ -100,6 +101,15 @@ def lead_values(address: Any) -> dict[str, str]:
     if problem := lead_address_problem(address):
         raise SpecError(Problem(LEAD, f"the lead broker address {problem}"))
     return {placeholders.LEAD_ADDRESS: address.strip()}
+
+
+def hostlist(plan: MiniClusterPlan, values: Mapping[str, str]) -> str:
+    """The ``hostlist`` (every broker host in rank order) with the deploy-time ``values`` written
+    in: a burst's lead address, or its whole deferred rank order."""
+    text = plan.hostlist
+    for token, value in values.items():
+        text = text.replace(token, value)
+    return text
 
 
 def group_values(plan: MiniClusterPlan, lead_address: str, group: Any) -> dict[str, str]:

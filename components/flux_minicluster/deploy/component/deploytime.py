@@ -4,9 +4,9 @@ The core renders every object once, with placeholder tokens where values that ar
 Outputs go (``core.base.placeholders``): the curve certificate a keygen Command prints or another
 stack holds, and a bursted cluster's lead address and group, read from its root's outputs. This
 module resolves those Outputs, all of them and only here, and has the core check them and write
-each token's text (``core.render.fillins``); ``deploy.outputs.substitute`` then puts the text
-into the objects as they are registered. Resolving is done in two Outputs that do not wait for
-each other, so a preview shows what it can:
+each token's text (``core.render.fillins``); ``registration`` then puts the text into the
+objects as it registers them (``outputs.substitute``). Resolving is done in two Outputs that do
+not wait for each other, so a preview shows what it can:
 
 * the certificate's: secret (its public key excepted), known once the Command has run;
 * the lead's: its address, then, with a group, the rank order, known once the root's are.
@@ -30,7 +30,6 @@ from flux_minicluster.core.base.errors import SpecError
 from flux_minicluster.core.flux import certificate as certificates
 from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import fillins
-from flux_minicluster.deploy.component.outputs import substitute
 from flux_minicluster.deploy.component.usererror import ApplyError, in_apply
 
 __all__ = ["Resolved", "resolve"]
@@ -68,24 +67,23 @@ def resolve(
     replacements = _certificate(plan, certificate, certificate_source)
     if lead_broker is None:
         return Resolved(replacements, plan.names.lead_fqdn, plan.hostlist, None, {})
-    lead = _split(
-        pulumi.Output.from_input(lead_broker).apply(lambda a: _checked(fillins.lead_values, a)),
-        (placeholders.LEAD_ADDRESS,),
+    lead_texts = pulumi.Output.from_input(lead_broker).apply(
+        lambda given: _checked(fillins.lead_values, given)
     )
+    lead = _split(lead_texts, (placeholders.LEAD_ADDRESS,))
     address = lead[placeholders.LEAD_ADDRESS]
-    group: dict[str, pulumi.Output[str]] = {}
-    if burst_group is not None:
-        texts = pulumi.Output.all(address, burst_group).apply(
-            lambda known: _checked(fillins.group_values, plan, *known)
-        )
-        group = _split(texts, fillins.GROUP)
-    replacements = {**replacements, **lead, **group}
-    rank_order: dict[str, pulumi.Output[str]] = {
-        token: group[token] for token in placeholders.RANK_ORDER if token in group
-    }
-    hostlist = substitute(plan.hostlist, replacements)
-    gate = group.get(placeholders.RANK_ORDER_HOSTLIST)
-    return Resolved(replacements, address, hostlist, gate, rank_order)
+    if burst_group is None:
+        hostlist = lead_texts.apply(lambda known: fillins.hostlist(plan, known))
+        return Resolved({**replacements, **lead}, address, hostlist, None, {})
+    group_texts = pulumi.Output.all(address, burst_group).apply(
+        lambda known: _checked(fillins.group_values, plan, *known)
+    )
+    group = _split(group_texts, fillins.GROUP)
+    rank_order = {token: group[token] for token in placeholders.RANK_ORDER}
+    # The group's hostlist is the whole hostlist; every object waits for it: it fails for a
+    # group that does not declare this burst.
+    hostlist = group[placeholders.RANK_ORDER_HOSTLIST]
+    return Resolved({**replacements, **lead, **group}, address, hostlist, hostlist, rank_order)
 
 
 def _certificate(
