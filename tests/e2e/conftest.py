@@ -359,20 +359,41 @@ def nodes_set() -> Path:
     return Path(lines[-1])
 
 
-@pytest.fixture
-def real_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureRequest) -> Any:
-    """A control plane with one real node (realnode/cluster.py), removed however the test ends;
-    its start-up and teardown figures go to the terminal summary."""
+@contextmanager
+def _real_cluster(
+    toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureRequest, **kw: Any
+) -> Iterator[Any]:
+    """A RealCluster (realnode/cluster.py) of ``kw``, removed however the test ends; its start-up
+    and teardown figures go to the terminal summary."""
     from realnode.cluster import RealCluster
 
     _require_control_plane(toolchain)
-    rc = RealCluster(toolchain.bin, nodes_set, nodes=1, name="rn")
+    rc = RealCluster(toolchain.bin, nodes_set, **kw)
     t0 = time.monotonic()
     with rc:
         request.node.user_properties.append(("real_cluster_startup_s", time.monotonic() - t0))
         yield rc
     steps = ", ".join(f"{k} {v:.1f}s" for k, v in rc.teardown_steps.items())
     _REPORT.append(f"[{request.node.name}] real cluster teardown: {steps}")
+
+
+@pytest.fixture
+def real_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureRequest) -> Any:
+    """A control plane with one real node (realnode/cluster.py)."""
+    with _real_cluster(toolchain, nodes_set, request, nodes=1, name="rn") as rc:
+        yield rc
+
+
+@pytest.fixture
+def real_flux_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureRequest) -> Any:
+    """A control plane with two real nodes that hold the Flux images (the application image and
+    the flux view, realnode/toolchain.py's flux-images) and the pause image. The nodes' disk
+    holds both images twice (content and snapshot) and every pod's three copies of the Flux tree
+    (its emptyDirs), hence the larger tmpfs."""
+    images = ("pause.tar", "flux-app.tar", "flux-view.tar")
+    kw: dict[str, Any] = {"nodes": 2, "name": "rf", "node_disk": "6g", "images": images}
+    with _real_cluster(toolchain, nodes_set, request, **kw) as rc:
+        yield rc
 
 
 # --- real brokers (the `flux` marker) --------------------------------------------------------

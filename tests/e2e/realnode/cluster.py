@@ -307,6 +307,7 @@ class RealCluster:
         name: str = "rn",
         workdir: Path | None = None,
         node_disk: str = "3g",
+        images: tuple[str, ...] = ("pause.tar", "debian.tar"),
     ) -> None:
         self.bindir = Path(bindir)  # the toolchain: control plane
         self.nodes_dir = Path(nodes_dir)  # realnode/toolchain.py's set: bin/, images/
@@ -321,6 +322,7 @@ class RealCluster:
         self.teardown_steps: dict[str, float] = {}
         self.node_names: list[str] = []
         self.node_disk = node_disk
+        self.images = images  # the archives of nodes_dir/images each node imports
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
 
     # addresses of cluster k
@@ -483,7 +485,7 @@ class RealCluster:
         )
         self.timings[f"{name}: containerd up"] = time.monotonic() - t
         t = time.monotonic()
-        for image in ("pause.tar", "debian.tar"):
+        for image in self.images:
             _run(
                 "ctr", "-a", str(sock), "-n", "k8s.io", "images", "import",
                 str(self.nodes_dir / "images" / image), timeout=300,

@@ -4,7 +4,8 @@ plane's own module graph, a lean CoreDNS, kube-router's firewall (NetworkPolicy)
 Debian's containerd, runc and CNI plugins, and the images pods run (no registry is reachable).
 
 Python 3.11 standard library only, like tests/e2e/toolchain/build.py, whose helpers it imports
-read-only (go_env, run_go, build_piece, the control-plane piece): nothing here lives under
+read-only (go_env, run_go, build_piece, the control-plane piece; from toolchain/flux.py the Flux
+prefix, built or reused, that the flux view image carries): nothing here lives under
 tests/e2e/toolchain, so the toolchain's key (it hashes every .py/.go file there and the top-level
 pins) does not change, and its warm bin/ stays usable.
 
@@ -50,7 +51,14 @@ COREDNS = "github.com/coredns/coredns"
 KUBE_ROUTER = "github.com/cloudnativelabs/kube-router/v2"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Bump a piece's number when its recipe below changes in a way its pins do not show.
-RECIPES = {"debian": 1, "kube-node": 1, "coredns": 1, "kube-router": 1, "images": 1}
+RECIPES = {
+    "debian": 1,
+    "kube-node": 1,
+    "coredns": 1,
+    "kube-router": 1,
+    "images": 1,
+    "flux-images": 1,
+}
 
 
 def builder() -> ModuleType:
@@ -291,6 +299,39 @@ def docker_archive(out: Path, layer: Path, tags: list[str], cmd: list[str]) -> s
     return f"sha256:{image_id}"
 
 
+def image_dirs(keydir: Path) -> tuple[Path, Path]:
+    """A key directory's images/ and a fresh work/ (a failed build's leftovers removed)."""
+    work = keydir / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    (keydir / "images").mkdir(exist_ok=True)
+    return keydir / "images", work
+
+
+def minbase_image(
+    out: Path,
+    rootfs: Path,
+    suite: str,
+    tags: list[str],
+    cmd: list[str],
+    logfile: Path,
+    include: list[str] | None = None,
+    hooks: list[str] | None = None,
+) -> dict[str, Any]:
+    """`mmdebstrap --variant=minbase` of ``suite`` with ``include`` and customize ``hooks`` into
+    the tar ``rootfs``, written out as the docker-archive ``out``: its id, seconds and bytes."""
+    t0 = time.monotonic()
+    argv = ["mmdebstrap", "--variant=minbase", "--mode=root"]
+    argv += [f"--include={','.join(include)}"] if include else []
+    argv += [f"--customize-hook={hook}" for hook in hooks or []]
+    _sh([*argv, suite, str(rootfs)], logfile)
+    return {
+        "id": docker_archive(out, rootfs, tags, cmd),
+        "seconds": round(time.monotonic() - t0, 1),
+        "bytes": rootfs.stat().st_size,
+    }
+
+
 def images_piece(np: dict[str, Any]) -> NodePiece:
     suite = str(np["image-suite"])
     include = [str(p) for p in np["image-include"]]
@@ -299,11 +340,7 @@ def images_piece(np: dict[str, Any]) -> NodePiece:
     pause_c = (HERE / "pause.c").read_text()
 
     def run(keydir: Path) -> dict[str, Any]:
-        images = keydir / "images"
-        work = keydir / "work"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        images.mkdir(exist_ok=True)
+        images, work = image_dirs(keydir)
         logfile = keydir / "logs" / "images.log"
         facts: dict[str, Any] = {}
         # pause: one static binary, the whole image
@@ -318,29 +355,144 @@ def images_piece(np: dict[str, Any]) -> NodePiece:
             "seconds": round(time.monotonic() - t0, 1),
         }
         # debian: a minbase root file system from Debian's packages
-        t0 = time.monotonic()
-        rootfs = work / "rootfs.tar"
-        _sh(
-            [
-                "mmdebstrap",
-                "--variant=minbase",
-                "--mode=root",
-                f"--include={','.join(include)}",
-                suite,
-                str(rootfs),
-            ],
-            logfile,
+        facts["debian"] = minbase_image(
+            images / "debian.tar", work / "rootfs.tar", suite, tags, ["/bin/sh"], logfile, include
         )
-        facts["debian"] = {
-            "id": docker_archive(images / "debian.tar", rootfs, tags, ["/bin/sh"]),
-            "seconds": round(time.monotonic() - t0, 1),
-            "bytes": rootfs.stat().st_size,
-        }
         shutil.rmtree(work)
         return facts
 
     recipe = {"suite": suite, "include": include, "tags": tags, "pause": pause_tag, "c": pause_c}
     return NodePiece("images", ["images/pause.tar", "images/debian.tar"], recipe, run)
+
+
+# -- the Flux images: an application image and a flux view ----------------------------------------
+
+# Where the Flux Operator's view images keep their software (a spack install tree): the view init
+# container copies it into the pod, the Flux container copies it back to this path, and the view's
+# binaries find their libraries, modules and libexec there by their absolute RPATHs and paths.
+VIEW_SOFTWARE = "/opt/software"
+
+
+def relocated_prefix(old: str, key: str) -> str:
+    """The prefix's path in the view image: under /opt/software and exactly as long as ``old``,
+    padded like spack's relocatable build caches (`__spack_path_placeholder__`), so that the
+    absolute paths compiled into binaries, .pyc and scripts are rewritten byte for byte."""
+    head, tail = f"{VIEW_SOFTWARE}/", f"/flux-{key}"
+    pad = len(old) - len(head) - len(tail)
+    if pad < 2:
+        raise RuntimeError(
+            f"the Flux prefix {old} is shorter than {head}__{tail}: its paths cannot be rewritten "
+            "in place (set FLUX_MINICLUSTER_CACHE to a longer path)"
+        )
+    return head + "_" * pad + tail
+
+
+def relocate_tree(src: Path, dst: Path, old: str, new: str, skip: set[str]) -> dict[str, int]:
+    """Copy ``src`` to ``dst`` with every occurrence of ``old`` replaced by ``new`` (same length)
+    in file contents and symlink targets; ELF files lose their debug sections. Modes are kept,
+    made readable by all (the view init container runs as another user than root)."""
+    assert len(old) == len(new)
+    ob, nb = old.encode(), new.encode()
+    counts = {"files": 0, "rewritten": 0, "stripped": 0}
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        dirnames[:] = sorted(d for d in dirnames if str(rel / d) not in skip)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        os.chmod(dst / rel, 0o755)
+        for name in sorted(dirnames + filenames):
+            s, d = Path(dirpath) / name, dst / rel / name
+            if s.is_symlink():
+                d.symlink_to(os.readlink(s).replace(old, new))
+            elif s.is_file():
+                data = s.read_bytes()
+                if ob in data:
+                    data = data.replace(ob, nb)
+                    counts["rewritten"] += 1
+                d.write_bytes(data)
+                os.chmod(d, (s.stat().st_mode & 0o7777) | 0o444)
+                counts["files"] += 1
+                if data[:4] == b"\x7fELF":
+                    subprocess.run(["strip", "--strip-debug", str(d)], check=True)
+                    counts["stripped"] += 1
+    return counts
+
+
+def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, Any]) -> NodePiece:
+    """Two images from Debian's packages and the project's Flux build (tests/e2e/toolchain/flux.py
+    builds it or reuses its prefix):
+
+    - the application image a MiniCluster's container names: minbase and what the scenarios and
+      Flux's runtime need (`flux-app-include`: bash, coreutils, procps, python3, hostname and the
+      libraries `ldd` finds the Flux binaries linked to), and a user `flux` (uid and gid
+      `flux-app-user`) for specs that run as non-root, as ubuntu's images carry `ubuntu` (1000);
+    - the flux view image (spec.flux.container.image), laid out as the operator's: Flux and
+      Fluxion installed under /opt/software (the prefix moved there, see relocated_prefix),
+      /opt/view a link to it (the operator's views are /opt/view -> /opt/views/._view/<hash>), on
+      a minbase root with the bash and coreutils its init script runs.
+    """
+    sys.path.insert(0, str(TOOLCHAIN))
+    import flux
+
+    fp = flux.flux_pins(pins_raw)
+    flux_key = flux.prefix_key(fp)
+    suite = str(np["image-suite"])
+    include = [str(p) for p in np["flux-app-include"]]
+    app_tags = [str(t) for t in np["flux-app-tags"]]
+    view_tags = [str(t) for t in np["flux-view-tags"]]
+    uid = int(np["flux-app-user"])
+    skip = {"include"}  # headers: nothing in a pod compiles against Flux
+
+    def run(keydir: Path) -> dict[str, Any]:
+        prefix = flux.build_prefix(b, fp).resolve()  # the path its build compiled in
+        images, work = image_dirs(keydir)
+        logfile = keydir / "logs" / "flux-images.log"
+        facts: dict[str, Any] = {"flux-prefix": str(prefix)}
+        user = (
+            f'chroot "$1" groupadd -g {uid} flux && '
+            f'chroot "$1" useradd -m -u {uid} -g {uid} -s /bin/bash flux'
+        )
+        facts["app"] = minbase_image(
+            images / "flux-app.tar",
+            work / "app.tar",
+            suite,
+            app_tags,
+            ["/bin/bash"],
+            logfile,
+            include,
+            [user],
+        )
+        t0 = time.monotonic()
+        new = relocated_prefix(str(prefix), flux_key)
+        staging = work / "view"
+        facts["relocated"] = relocate_tree(
+            prefix, staging / new.lstrip("/"), str(prefix), new, skip
+        )
+        (staging / "opt" / "view").symlink_to(new)
+        view = [f"sync-in {staging / 'opt'} /opt"]
+        facts["view"] = minbase_image(
+            images / "flux-view.tar",
+            work / "view.tar",
+            suite,
+            view_tags,
+            ["/bin/bash"],
+            logfile,
+            hooks=view,
+        )
+        facts["view"].update(seconds=round(time.monotonic() - t0, 1), prefix=new)
+        shutil.rmtree(work)
+        return facts
+
+    recipe = {
+        "suite": suite,
+        "include": include,
+        "app": app_tags,
+        "view": view_tags,
+        "uid": uid,
+        "flux": flux_key,
+        "software": VIEW_SOFTWARE,
+        "skip": sorted(skip),
+    }
+    return NodePiece("flux-images", ["images/flux-app.tar", "images/flux-view.tar"], recipe, run)
 
 
 # -- the set -------------------------------------------------------------------------------------
@@ -354,6 +506,7 @@ def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> lis
         debian_piece(np, logdir),
         go_piece("kube-node", b, kube, kube_recipe),
         images_piece(np),
+        flux_images_piece(b, pins_raw, np),
         go_piece("coredns", b, dns, dns_recipe),
         kube_router_piece(b, np),
     ]
