@@ -43,7 +43,7 @@ def until(
     what: str,
     predicate: Callable[[], bool],
     details: Callable[[], str] = str,
-    timeout: float = 30,
+    timeout: float = 60,
 ) -> float:
     """Seconds until ``predicate`` holds (polled every 0.2 s); fails after ``timeout``."""
     t0 = time.monotonic()
