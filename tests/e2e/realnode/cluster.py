@@ -407,10 +407,26 @@ class RealCluster:
             timeout=90,
         )
         self.timings["nodes Ready"] = time.monotonic() - t0
+        # kube-router rewrites the whole filter table (save, change, restore): started while
+        # kube-proxy makes its first rules, it can drop the chain kube-proxy is about to jump to,
+        # and kube-proxy's retry then meets the next restore. So each node's kube-proxy has the
+        # cluster DNS Service's rules first, and kube-router's periodic sync runs out of phase
+        # with kube-proxy's (policies are enforced on their own events either way).
+        self.wait_for(
+            "kube-proxy's rules for the cluster DNS Service on every node",
+            lambda: all(self._proxies_dns(node) for node in self.record["nodes"]),
+            timeout=60,
+        )
+        self.timings["Services proxied"] = time.monotonic() - t0
         # kube-router finds its node by name at start: only once the kubelet registered it
         for node in self.record["nodes"]:
             self._start_kube_router(self.workdir / "nodes" / node["name"], node)
         self.wait_for("CoreDNS ready", self._coredns_ready, timeout=60)
+        self.wait_for(
+            "kube-proxy's rules kept beside kube-router's",
+            lambda: all(self._proxies_dns(node) for node in self.record["nodes"]),
+            timeout=60,
+        )
         self.timings["CoreDNS ready"] = time.monotonic() - t0
         self.wait_for(
             "ServiceAccount default/default",
@@ -725,7 +741,8 @@ state = "{run / "state"}"
                 "--enable-ipv6=false",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--health-port=0",
-                "--iptables-sync-period=10s",
+                # out of phase with kube-proxy's 10 s (see start)
+                "--iptables-sync-period=47s",
                 "--v=2",
             ],
             nd / "logs" / "kube-router.log",
@@ -872,6 +889,14 @@ state = "{run / "state"}"
             return False
         conds = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
         return conds.get("Ready") == "True"
+
+    def _proxies_dns(self, node: dict[str, str]) -> bool:
+        """Whether the node's kube-proxy has programmed the cluster DNS Service's address."""
+        rules = _run(
+            "nsenter", f"--net=/run/netns/{node['netns']}", "iptables", "-t", "nat", "-S",
+            "KUBE-SERVICES", check=False,
+        ).stdout  # fmt: skip
+        return f"-d {CLUSTER_DNS}/32" in rules
 
     def _coredns_ready(self) -> bool:
         ip = self.record["nodes"][0]["ip"]
