@@ -42,6 +42,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,31 @@ def _stop_all() -> None:
 
 class ControlPlaneError(RuntimeError):
     pass
+
+
+def poll(
+    predicate: Callable[[], Any],
+    timeout: float,
+    interval: float,
+    check_alive: Callable[[], None],
+    errors: tuple[type[BaseException], ...],
+) -> tuple[Any, object]:
+    """``predicate``'s first true value within ``timeout`` seconds, polled every ``interval``
+    after ``check_alive`` (which raises when a process the wait depends on died), and the last
+    of ``errors`` it raised; a false value when the time ran out. The waits of the control plane
+    and of the real-node clusters share it."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        check_alive()
+        try:
+            value = predicate()
+        except errors as exc:
+            last, value = exc, None
+        if value:
+            return value, last
+        time.sleep(interval)
+    return None, last
 
 
 # Collections of the kinds a MiniCluster renders (and the few the tests create themselves).
@@ -358,17 +384,11 @@ class ControlPlane:
     def wait_for(
         self, what: str, predicate: Any, timeout: float = 60, interval: float = 0.2
     ) -> Any:
-        deadline = time.monotonic() + timeout
-        last: object = None
-        while time.monotonic() < deadline:
-            self._check_alive()
-            try:
-                value = predicate()
-            except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
-                last, value = exc, None
-            if value:
-                return value
-            time.sleep(interval)
+        value, last = poll(
+            predicate, timeout, interval, self._check_alive, (OSError, ValueError, KeyError)
+        )
+        if value:
+            return value
         raise ControlPlaneError(
             f"{self.name}: timed out after {timeout:.0f}s waiting for {what}"
             f" (last error: {last})\n{self._diagnostics()}"

@@ -55,7 +55,13 @@ E2E = Path(__file__).resolve().parents[1]
 if str(E2E) not in sys.path:
     sys.path.insert(0, str(E2E))
 
-from controlplane import SERVICE_CIDR, ControlPlane, ControlPlaneError, _openssl  # noqa: E402
+from controlplane import (  # noqa: E402
+    SERVICE_CIDR,
+    ControlPlane,
+    ControlPlaneError,
+    _openssl,
+    poll,
+)
 
 RUN_DIR = Path("/run/flux-minicluster-realnode")
 CLUSTER_DNS = "10.96.0.10"
@@ -845,17 +851,10 @@ state = "{run / "state"}"
     def wait_for(
         self, what: str, predicate: Any, timeout: float = 60, interval: float = 0.1
     ) -> Any:
-        deadline = time.monotonic() + timeout
-        last: object = None
-        while time.monotonic() < deadline:
-            self._check_alive()
-            try:
-                value = predicate()
-            except (OSError, ValueError, KeyError, ControlPlaneError, RealNodeError) as exc:
-                last, value = exc, None
-            if value:
-                return value
-            time.sleep(interval)
+        errors = (OSError, ValueError, KeyError, ControlPlaneError, RealNodeError)
+        value, last = poll(predicate, timeout, interval, self._check_alive, errors)
+        if value:
+            return value
         raise RealNodeError(
             f"timed out after {timeout:.0f}s waiting for {what} (last: {last})\n"
             + self.diagnostics()
