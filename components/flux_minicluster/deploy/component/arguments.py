@@ -26,9 +26,10 @@ from flux_minicluster.core.base.errors import Problem
 from flux_minicluster.core.flux import certificate as certificates
 from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.core.planning import autoscale as autoscaling
+from flux_minicluster.core.render import fillins
 from flux_minicluster.core.spec.definition import MiniClusterDefinition
 from flux_minicluster.core.spec.models import MiniClusterSpec
-from flux_minicluster.deploy.component import declaring, keygen, outputs
+from flux_minicluster.deploy.component import declaring, keygen
 from flux_minicluster.deploy.component.awaiting import WAIT_MODES, Wait
 from flux_minicluster.deploy.component.burstgroup import BurstGroupArgs
 from flux_minicluster.deploy.component.declaring import Arg, Argument, Stack
@@ -76,14 +77,14 @@ class Autoscale(TypedDict, total=False):
 
 
 def _lead_address(value: Any) -> str | None:
-    return outputs.lead_address_problem(value) if isinstance(value, str) else None
+    return fillins.lead_address_problem(value) if isinstance(value, str) else None
 
 
 def _certificate(value: Any) -> str | None:
     if not isinstance(value, str):
         return None  # an Output: checked once known (deploytime)
     try:
-        certificates.parse(outputs.normalize_certificate(value))
+        certificates.parse(fillins.normalize_certificate(value))
     except certificates.CertificateError as err:
         return str(err)
     return None

@@ -14,11 +14,7 @@ from typing import Any
 
 import pulumi
 
-# The checks ``prepare`` and the stack program make before deploying are the core's, which also
-# makes them once the Outputs resolve (``deploytime``).
-from flux_minicluster.core.render.fillins import lead_address_problem, normalize_certificate
-
-__all__ = ["lead_address_problem", "normalize_certificate", "substitute"]
+__all__ = ["substitute"]
 
 
 def substitute(value: Any, replacements: Mapping[str, pulumi.Output[str]]) -> Any:

@@ -31,13 +31,13 @@ from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.core.planning.plan import Role
 from flux_minicluster.core.reading import documents
 from flux_minicluster.core.reading.loading import parse, with_deferred_group
+from flux_minicluster.core.render.fillins import normalize_certificate
 from flux_minicluster.core.spec.definition import MiniClusterDefinition
 from flux_minicluster.core.spec.models import BurstedCluster, MiniClusterSpec
 from flux_minicluster.core.validation.crossfield import burst_membership_problem
 from flux_minicluster.core.validation.fielderrors import translate_errors
 from flux_minicluster.deploy.component.arguments import ARGUMENTS, MiniClusterArgs
 from flux_minicluster.deploy.component.keygen import ContainerRuntime, Strategy
-from flux_minicluster.deploy.component.outputs import normalize_certificate
 
 PROJECT = "flux-minicluster"
 
