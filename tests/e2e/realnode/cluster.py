@@ -63,14 +63,18 @@ from controlplane import (  # noqa: E402
     poll,
 )
 
+from realnode import loadbalancer  # noqa: E402
+
 RUN_DIR = Path("/run/flux-minicluster-realnode")
 CLUSTER_DNS = "10.96.0.10"
 CLUSTER_DOMAIN = "cluster.local"
 KUBELET_PORT = 10250
 KUBELET_HEALTHZ_PORT = 10248
 COREDNS_READY_PORT = 8181
-# The host's sysctls a kubelet sets (pkg/kubelet/cm/container_manager_linux.go).
-KUBELET_SYSCTLS = (
+# The host's sysctls a kubelet sets (pkg/kubelet/cm/container_manager_linux.go), and the one the
+# fabric sets: the host routes between the clusters' bridges (see RealCluster).
+HOST_SYSCTLS = (
+    "net/ipv4/ip_forward",
     "vm/overcommit_memory",
     "vm/panic_on_oom",
     "kernel/panic",
@@ -79,6 +83,18 @@ KUBELET_SYSCTLS = (
     "kernel/keys/root_maxbytes",
 )
 MAX_CLUSTERS = 40
+# How CoreDNS caches the cluster's own names: kubeadm's Corefile since Kubernetes 1.32 never
+# does (kubernetes#128359); before, and in many managed clusters still, `cache 30` in front of
+# the kubernetes plugin kept every answer, NXDOMAIN included, for the plugin's TTL (kubeadm's
+# `ttl 30`; EKS's Corefile leaves the default, 5 s).
+DNS_CACHES = {
+    "kubeadm-1.32": (
+        "ttl 30",
+        f"disable success {CLUSTER_DOMAIN}\n        disable denial {CLUSTER_DOMAIN}",
+    ),
+    "kubeadm-1.31": ("ttl 30", ""),
+    "eks": ("", ""),
+}
 
 
 class RealNodeError(RuntimeError):
@@ -178,7 +194,7 @@ def claim(owner: int) -> int:
 def _save_sysctls() -> None:
     saved = RUN_DIR / "sysctls.json"
     if not saved.exists():
-        values = {k: Path("/proc/sys", k).read_text().strip() for k in KUBELET_SYSCTLS}
+        values = {k: Path("/proc/sys", k).read_text().strip() for k in HOST_SYSCTLS}
         saved.write_text(json.dumps(values))
 
 
@@ -196,6 +212,8 @@ def cleanup(record: dict[str, Any]) -> dict[str, float]:
     """Remove all that the record of a cluster whose owner died names (nothing else is known of
     it then): its nodes, its control plane's process groups, its files and its claim."""
     steps = teardown_nodes(record)
+    if record.get("k"):
+        loadbalancer.remove(int(record["k"]))
     for pid, started in record.get("procs", {}).get("control-plane", []):
         if _alive(pid, started):
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -314,6 +332,8 @@ class RealCluster:
         workdir: Path | None = None,
         node_disk: str = "3g",
         images: tuple[str, ...] = ("pause.tar", "debian.tar"),
+        dns_cache: str = "kubeadm-1.32",
+        dns_log: bool = False,
     ) -> None:
         self.bindir = Path(bindir)  # the toolchain: control plane
         self.nodes_dir = Path(nodes_dir)  # realnode/toolchain.py's set: bin/, images/
@@ -329,7 +349,12 @@ class RealCluster:
         self.node_names: list[str] = []
         self.node_disk = node_disk
         self.images = images  # the archives of nodes_dir/images each node imports
+        if dns_cache not in DNS_CACHES:
+            raise ValueError(f"dns_cache must be one of {sorted(DNS_CACHES)}, not {dns_cache!r}")
+        self.dns_cache = dns_cache
+        self.dns_log = dns_log  # CoreDNS logs every query of the cluster's zone
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
+        self.load_balancers: loadbalancer.LoadBalancers | None = None
 
     # addresses of cluster k
     @property
@@ -384,6 +409,8 @@ class RealCluster:
         _run("ip", "link", "add", br, "type", "bridge")
         _run("ip", "addr", "add", f"{self.gateway}/24", "dev", br)
         _run("ip", "link", "set", br, "up")
+        # the fabric: the host routes between the clusters' bridges and to every pod range
+        Path("/proc/sys/net/ipv4/ip_forward").write_text("1")
         self.cp = ControlPlane(
             self.bindir,
             name=f"{self.name}{self.k}",
@@ -434,6 +461,7 @@ class RealCluster:
             timeout=60,
         )
         self.timings["CoreDNS ready"] = time.monotonic() - t0
+        self.load_balancers = loadbalancer.LoadBalancers(self).start()
         self.wait_for(
             "ServiceAccount default/default",
             lambda: self.cp and self.cp.get("/api/v1/namespaces/default/serviceaccounts/default"),
@@ -486,6 +514,8 @@ class RealCluster:
                 sub = f"{self.node_pod_subnet(j)}.0/24"
                 _run("ip", "-n", ns, "route", "add", sub, "via", self.node_ip(j))
         _run("nsenter", f"--net=/run/netns/{ns}", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        # the fabric's route to the node's pods (a VPC's route to a node's pod range)
+        _run("ip", "route", "replace", f"{self.node_pod_subnet(i)}.0/24", "via", ip)
         for d in ("containerd", "cni/net.d", "kubelet", "logs", "addons"):
             (nd / d).mkdir(parents=True, exist_ok=True)
         run.mkdir(parents=True, exist_ok=True)
@@ -761,18 +791,20 @@ state = "{run / "state"}"
         ad.mkdir(parents=True, exist_ok=True)
         context = yaml.safe_load(self.cp.kubeconfig.read_text())["current-context"]
         # kubeadm's Corefile, less what needs the outside (forward) or a second process (reload)
+        ttl, cache = DNS_CACHES[self.dns_cache]
+        log = "log" if self.dns_log else ""
         corefile = f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{
     errors
+    {log}
     ready {node["ip"]}:{COREDNS_READY_PORT}
     kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
         kubeconfig {self.cp.kubeconfig} {context}
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
-        ttl 30
+        {ttl}
     }}
     cache 30 {{
-        disable success {CLUSTER_DOMAIN}
-        disable denial {CLUSTER_DOMAIN}
+        {cache}
     }}
 }}
 .:53 {{
@@ -881,6 +913,49 @@ state = "{run / "state"}"
                 out.append(f"--- {key} ---\n" + "\n".join(tail))
         return "\n".join(out)
 
+    # -- what the load balancer and the tests read ---------------------------------------------
+
+    def node_ips(self) -> dict[str, str]:
+        return {node["name"]: node["ip"] for node in self.record.get("nodes", [])}
+
+    def api_items(self, path: str, selector: str | None = None) -> list[Any]:
+        assert self.cp is not None
+        return self.cp.items(path, selector)
+
+    def patch_status(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        assert self.cp is not None
+        status, answer = self.cp.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/services/{name}/status",
+            body,
+            content_type="application/merge-patch+json",
+        )
+        if status >= 300:
+            raise RealNodeError(f"status of Service {namespace}/{name}: {status} {answer}")
+
+    def in_node_network(self, node: str, *args: str) -> str:
+        """``args`` run in node ``node``'s network namespace (its iptables, its routes)."""
+        netns = next(n["netns"] for n in self.record["nodes"] if n["name"] == node)
+        return _run("nsenter", f"--net=/run/netns/{netns}", *args).stdout
+
+    def container_pid(self, pod: dict[str, Any], container: str) -> int:
+        """A process of a running container of ``pod`` (a live pod object), found in its node's
+        cgroups by the container's id: what a node administrator enters with ``nsenter``."""
+        status = next(
+            (c for c in pod["status"].get("containerStatuses", []) if c["name"] == container),
+            None,
+        )
+        if status is None or not status.get("containerID") or "running" not in status["state"]:
+            raise RealNodeError(f"container {container} of {pod['metadata']['name']} not running")
+        cid = status["containerID"].split("://", 1)[1]
+        node = next(n for n in self.record["nodes"] if n["name"] == pod["spec"]["nodeName"])
+        for top, dirs, _ in os.walk(Path("/sys/fs/cgroup/pids") / node["cgroup"]):
+            if cid in dirs:
+                pids = (Path(top) / cid / "cgroup.procs").read_text().split()
+                if pids:
+                    return int(pids[0])
+        raise RealNodeError(f"no process of container {container} ({cid[:12]}) on {node['name']}")
+
     def _node_ready(self, name: str) -> bool:
         assert self.cp is not None
         node = self.cp.get(f"/api/v1/nodes/{name}")
@@ -927,6 +1002,8 @@ state = "{run / "state"}"
 
     def stop(self) -> None:
         t0 = time.monotonic()
+        if self.load_balancers is not None:
+            self.load_balancers.stop()
         if self.cp is not None and self.cp.procs and self.record.get("nodes"):
             # the pods first, through their kubelets: containers stopped, CNI DEL, mounts gone
             with contextlib.suppress(Exception):
