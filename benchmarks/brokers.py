@@ -1,9 +1,10 @@
 """Real Flux brokers, timed: `pulumi up` of the component until the Job is Complete, beside the
 same objects started by `kubectl apply` of the rendered folder and `kubectl wait` for Complete.
 
-The control plane's only node is the node agent of tests/e2e (``fluxnodes.FluxPlane``): the Job
-controller's pods run as real processes, with the entrypoint scripts, broker.toml, the CURVE
-certificate and the Flux the e2e toolchain built (see tests/e2e/README.md). Two MiniClusters:
+The cluster is a real-node cluster of tests/e2e (``fluxnodes.FluxPlane``: two nodes with the real
+kubelet, containerd, CoreDNS, kube-proxy and kube-router), whose pods run the images built here:
+the entrypoint scripts, broker.toml, the CURVE certificate and the flux view image's Flux (see
+tests/e2e/README.md). Two MiniClusters:
 examples/hello-world.yaml as it is (4 brokers), and the same with 16 brokers and 16 tasks,
 whose ``flux submit -N 16`` on rank 0 can only run once all 16 brokers have joined, so its time
 to Complete is the time until every broker joined plus one short job and the shutdown.
@@ -33,8 +34,8 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import yaml  # noqa: E402
-from e2e import hello, toolchain_bin  # noqa: E402
-from fluxnodes import FluxPlane, flux_prefix  # noqa: E402
+from e2e import hello, nodes_set, toolchain_bin  # noqa: E402
+from fluxnodes import FluxPlane, localize  # noqa: E402
 from report import machine, table  # noqa: E402
 from stackrun import PREFIX, Engine, copy_project, new_certificate  # noqa: E402
 
@@ -49,7 +50,7 @@ def timed(call: Callable[[], Any]) -> float:
 
 
 def spec_of(size: int) -> dict[str, Any]:
-    doc = hello(size)
+    doc = localize(hello(size))
     doc["spec"].setdefault("deadlineSeconds", DEADLINE_S)
     return doc
 
@@ -117,16 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     bindir = toolchain_bin()
-    prefix = flux_prefix(bindir)
-    if prefix is None or not (prefix / "bin" / "flux").exists():
-        sys.exit(f"no flux in the toolchain ({bindir}) or $FLUX_MINICLUSTER_FLUX_PREFIX")
+    nodes = nodes_set()
     t0 = time.perf_counter()
     print("Real Flux brokers: `pulumi up` (wait: complete) against kubectl apply + wait")
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the start")
     rows = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-brokers-") as tmp,
-        FluxPlane(bindir, prefix, "benchbrokers") as plane,
+        FluxPlane(bindir, nodes, "benchbrokers") as plane,
     ):
         work = Path(tmp)
         engine = Engine.create(bindir, work / "engine")

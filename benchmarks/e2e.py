@@ -82,6 +82,20 @@ def toolchain_bin() -> Path:
     return Path(lines[-1])
 
 
+def nodes_set() -> Path:
+    """What real nodes run (tests/e2e/realnode/toolchain.py's set), built or reused;
+    FLUX_MINICLUSTER_NODES_DIR names one built before."""
+    explicit = os.environ.get("FLUX_MINICLUSTER_NODES_DIR")
+    if explicit:
+        return Path(explicit)
+    builder = ROOT / "tests" / "e2e" / "realnode" / "toolchain.py"
+    proc = subprocess.run([sys.executable, str(builder)], capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"the real-node pieces did not build:\n{proc.stderr[-3000:]}")
+    return Path(lines[-1])
+
+
 def hello(size: int) -> dict[str, Any]:
     """examples/hello-world.yaml with ``size`` brokers (one task each), no namespace of its own."""
     doc = yaml.safe_load(HELLO.read_text())

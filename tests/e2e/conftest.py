@@ -387,11 +387,10 @@ def real_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureR
 @pytest.fixture
 def real_flux_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.FixtureRequest) -> Any:
     """A control plane with two real nodes that hold the Flux images (the application image and
-    the flux view, realnode/toolchain.py's flux-images) and the pause image. The nodes' disk
-    holds both images twice (content and snapshot) and every pod's three copies of the Flux tree
-    (its emptyDirs), hence the larger tmpfs."""
-    images = ("pause.tar", "flux-app.tar", "flux-view.tar")
-    kw: dict[str, Any] = {"nodes": 2, "name": "rf", "node_disk": "6g", "images": images}
+    the flux view, realnode/toolchain.py's flux-images) and the pause image, as a FluxPlane's."""
+    from fluxnodes import FLUX_CLUSTER
+
+    kw: dict[str, Any] = {"nodes": 2, "name": "rf", **FLUX_CLUSTER}
     with _real_cluster(toolchain, nodes_set, request, **kw) as rc:
         yield rc
 
@@ -400,22 +399,19 @@ def real_flux_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.Fix
 
 
 @contextmanager
-def real_planes(toolchain: Toolchain, names: dict[str, str]) -> Iterator[dict[str, Any]]:
-    """Control planes whose pods run for real (``fluxnodes.FluxPlane``), one per key of
-    ``names`` (a stack, say) named by its value (short: it names the node agent), started in
-    order and all stopped when the block ends; the test skips when the toolchain lacks what
-    they need or no Flux was built."""
+def real_planes(
+    toolchain: Toolchain, nodes_set: Path, names: dict[str, str], nodes: int = 2
+) -> Iterator[dict[str, Any]]:
+    """Real-node clusters holding the Flux images (``fluxnodes.FluxPlane``), one per key of
+    ``names`` (a stack, say) named by its value, each of ``nodes`` nodes, on one fabric (the
+    host routes between them), started in order and all stopped when the block ends."""
     from fluxnodes import FluxPlane
-    from realcli import require_flux
 
-    reason = toolchain.missing("etcd", "kube-apiserver", "kube-scheduler")
-    if reason:
-        pytest.skip(reason)
-    prefix = require_flux(toolchain.bin).parent
+    _require_control_plane(toolchain)
     planes: dict[str, FluxPlane] = {}
     try:
         for key, name in names.items():
-            planes[key] = FluxPlane(toolchain.bin, prefix, name).start()
+            planes[key] = FluxPlane(toolchain.bin, nodes_set, name, nodes=nodes).start()
         yield planes
     finally:
         for plane in planes.values():
@@ -423,9 +419,9 @@ def real_planes(toolchain: Toolchain, names: dict[str, str]) -> Iterator[dict[st
 
 
 @pytest.fixture(scope="module")
-def flux_plane(toolchain: Toolchain) -> Iterator[Any]:
-    """A control plane whose pods run for real, one per module."""
-    with real_planes(toolchain, {"flux": "flux"}) as planes:
+def flux_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
+    """A real-node cluster of two nodes for the module's brokers."""
+    with real_planes(toolchain, nodes_set, {"flux": "flux"}) as planes:
         yield planes["flux"]
 
 

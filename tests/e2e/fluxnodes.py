@@ -1,21 +1,21 @@
-"""Control planes whose pods run for real: a ControlPlane without kwok nodes, plus the node agent
-(nodeagent/agent.py, a stand-in kubelet) on a Node of its own. What the agent runs is the Flux
-prefix the toolchain built (bin/flux links into it), as every pod's flux view.
+"""Real brokers on real nodes: a FluxPlane is a real-node cluster (realnode/cluster.py: the real
+kubelet, containerd, CoreDNS, kube-proxy and kube-router) whose nodes hold the images the `flux`
+scenarios name (realnode/toolchain.py's flux-images), and what a scenario reads of the pods it
+runs, as a user reads it: `kubectl logs`, `kubectl exec`, and, for what only a node's
+administrator sees (a pod's iptables counters, its sockets), `nsenter` into a container.
 
-``FluxPlane`` starts both and stops both (the agent removes its network namespaces, veths and
-processes; ``agent.py --cleanup K`` runs after it in any case, so a crashed agent leaves nothing).
+The scenarios' specs name the images as a user names theirs (:func:`localize`): every container's
+image is the application image, never pulled (no registry is reachable; the nodes imported it),
+and the flux view is the view image the nodes hold.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
+import copy
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,15 @@ from kube import condition, wait_until
 from stackrun import PREFIX, Engine, Stack, new_certificate
 
 E2E = Path(__file__).resolve().parent
-AGENT = E2E / "nodeagent" / "agent.py"
-RUN_DIR = Path("/run/flux-minicluster-agent")
 PREFIX_ENV = "FLUX_MINICLUSTER_FLUX_PREFIX"
+# The images realnode/toolchain.py builds (pyproject's [tool.flux-minicluster.toolchain.nodes]
+# flux-app-tags and flux-view-tags) and the archives every node of a FluxPlane imports.
+APP_IMAGE = "localhost/flux-app:bookworm"
+VIEW_IMAGE = "localhost/flux-view-debian:bookworm"
+IMAGES = ("pause.tar", "flux-app.tar", "flux-view.tar")
+# A cluster for brokers: each node's disk holds both images twice (content and snapshot) and
+# every pod's copies of the Flux tree (its emptyDirs), hence a larger tmpfs than RealCluster's.
+FLUX_CLUSTER: dict[str, Any] = {"node_disk": "6g", "images": IMAGES}
 # Rank 0's count of brokers that are up, asked of its own instance (its local socket).
 UP_BROKERS = (
     "sock=$(find /mnt/flux -maxdepth 5 -type s -name local | head -1); "
@@ -35,8 +41,6 @@ UP_BROKERS = (
     '"$flux" proxy "local://$sock" "$flux" resource list -s up -no {nnodes}'
 )
 JOB_DEADLINE_S = 180  # what a run may take before its Job fails (they take 10 to 25 s here)
-# every namespace of the target, its root and working directory; the target's pid follows
-NSENTER = ["nsenter", "-m", "-u", "-i", "-n", "-p", "-r", "-w", "-t"]
 
 
 def flux_prefix(bindir: Path) -> Path | None:
@@ -50,159 +54,68 @@ def flux_prefix(bindir: Path) -> Path | None:
     return link.resolve().parent.parent
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def localize(doc: dict[str, Any]) -> dict[str, Any]:
+    """A MiniCluster spec naming the images the nodes hold: each container runs the application
+    image (``imagePullPolicy: Never``), the flux view is the view image (``pullAlways: false``:
+    IfNotPresent, which never pulls an image the node holds). Nothing else changes."""
+    doc = copy.deepcopy(doc)
+    spec = doc["spec"]
+    for container in spec.get("containers", []):
+        container["image"] = APP_IMAGE
+        container["imagePullPolicy"] = "Never"
+    flux = spec.setdefault("flux", {})
+    flux["container"] = {**flux.get("container", {}), "image": VIEW_IMAGE, "pullAlways": False}
+    return doc
 
 
-def claim_index() -> int:
-    """A free agent number (its pod subnet 10.253.K.0/24); a dead agent's leftovers are removed."""
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
-    with (RUN_DIR / ".lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        for k in range(1, 200):
-            rec = RUN_DIR / f"agent-{k}.json"
-            claim = RUN_DIR / f"agent-{k}.claim"
-            if claim.exists():
-                try:
-                    pid = int(claim.read_text())
-                except ValueError:
-                    pid = 0
-                if pid and _alive(pid):
-                    continue
-                subprocess.run([sys.executable, str(AGENT), "--cleanup", str(k)], check=False)
-                claim.unlink(missing_ok=True)
-            elif rec.exists():
-                subprocess.run([sys.executable, str(AGENT), "--cleanup", str(k)], check=False)
-            claim.write_text(str(os.getpid()))
-            return k
-    raise RuntimeError("no free node agent number")
-
-
-class NodeAgent:
-    def __init__(self, cp: ControlPlane, prefix: Path, name: str) -> None:
-        self.cp = cp
-        self.prefix = prefix
-        self.node = name
-        self.index = claim_index()
-        self.state = cp.workdir / "agent"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.logfile = cp.workdir / "logs" / "agent.log"
-
-    def start(self, timeout: float = 60) -> NodeAgent:
-        pki = self.cp.workdir / "pki"
-        self.state.mkdir(parents=True, exist_ok=True)
-        with self.logfile.open("ab") as logf:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(AGENT),
-                    f"--server={self.cp.server}",
-                    f"--ca={pki / 'ca.crt'}",
-                    f"--cert={pki / 'admin.crt'}",
-                    f"--key={pki / 'admin.key'}",
-                    f"--node={self.node}",
-                    f"--index={self.index}",
-                    f"--flux-prefix={self.prefix}",
-                    f"--state={self.state}",
-                ],
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-        def ready() -> bool:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"node agent exited {self.proc.returncode}:\n{self.log()}")
-            node = self.cp.get(f"/api/v1/nodes/{self.node}")
-            return (
-                bool(node) and condition(node, "Ready") == "True" and not node["spec"].get("taints")
-            )
-
-        wait_until(f"node {self.node} Ready and untainted", ready, timeout=timeout)
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        subprocess.run(
-            [sys.executable, str(AGENT), "--cleanup", str(self.index)], check=False, timeout=120
-        )
-        (RUN_DIR / f"agent-{self.index}.claim").unlink(missing_ok=True)
-
-    def log(self, lines: int = 60) -> str:
-        try:
-            text = self.logfile.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def container_log(self, namespace: str, pod: str, container: str) -> str:
-        """What a container printed, across its restarts (``kubectl logs`` has no kubelet API
-        here: the agent keeps the logs under its state directory)."""
-        path = self.state / "logs" / f"{namespace}_{pod}" / f"{container}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def exec(self, namespace: str, pod: str, container: str, script: str) -> str:
-        """``sh -c script`` inside a running container (its namespaces and root), as root: what
-        ``kubectl exec`` would do. Its output; an AssertionError when it fails."""
-        return self._enter(namespace, pod, container, NSENTER, ["/bin/sh", "-c", script])
-
-    def in_pod_network(self, namespace: str, pod: str, container: str, *args: str) -> str:
-        """``args`` run with the host's tools in the pod's network namespace only (what a node
-        administrator sees of a pod's network: ``iptables``, ``ip``). Its output."""
-        return self._enter(namespace, pod, container, ["nsenter", "-n", "-t"], list(args))
-
-    def _enter(
-        self, namespace: str, pod: str, container: str, nsenter: list[str], args: list[str]
-    ) -> str:
-        pidfile = self.state / "logs" / f"{namespace}_{pod}" / f"{container}.pid"
-        assert pidfile.exists(), f"container {container} of {pod} has not started"
-        unshare = int(pidfile.read_text())
-        children = Path(f"/proc/{unshare}/task/{unshare}/children").read_text().split()
-        assert children, f"container {container} of {pod} is not running"
-        proc = subprocess.run(
-            [*nsenter, children[0], *args], capture_output=True, text=True, timeout=60
-        )
-        assert proc.returncode == 0, f"exec in {pod}: {proc.stdout}{proc.stderr}"
-        return proc.stdout
+def minicluster(
+    name: str, size: int, container: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """A quiet v1alpha2 MiniCluster of ``size`` brokers whose one container has the fields of
+    ``container`` (a command, an environment), the spec's other fields ``spec``, localized."""
+    return localize(
+        {
+            "apiVersion": "flux-framework.org/v1alpha2",
+            "kind": "MiniCluster",
+            "metadata": {"name": name},
+            "spec": {
+                "size": size,
+                "logging": {"quiet": True},
+                "containers": [{"image": "ubuntu:24.04", **(container or {})}],
+                **spec,
+            },
+        }
+    )
 
 
 class FluxPlane:
-    """A control plane with no kwok node and one node agent."""
+    """A real-node cluster of ``nodes`` nodes holding the Flux images."""
 
-    def __init__(self, bindir: Path, prefix: Path, name: str) -> None:
-        self.cp = ControlPlane(bindir, name=name, nodes=0)
-        self.prefix = prefix
+    def __init__(
+        self, bindir: Path, nodes_set: Path, name: str, nodes: int = 2, **cluster: Any
+    ) -> None:
+        from realnode.cluster import RealCluster
+
+        # ``cluster``: RealCluster's other options (its DNS, say)
+        self.rc = RealCluster(bindir, nodes_set, nodes=nodes, name=name, **FLUX_CLUSTER, **cluster)
         self.name = name
-        self.agent: NodeAgent | None = None
+
+    @property
+    def cp(self) -> ControlPlane:
+        assert self.rc.cp is not None
+        return self.rc.cp
+
+    @property
+    def pod_cidr(self) -> str:
+        """Every pod address of this cluster (its nodes' ranges)."""
+        return self.rc.pod_cidr
 
     def start(self) -> FluxPlane:
-        try:
-            self.cp.start()
-            self.agent = NodeAgent(self.cp, self.prefix, f"agent-{self.name}").start()
-        except BaseException:
-            self.stop()
-            raise
+        self.rc.start()
         return self
 
     def stop(self) -> None:
-        if self.agent is not None:
-            self.agent.stop()
-        self.cp.stop()
+        self.rc.stop()
 
     def __enter__(self) -> FluxPlane:
         return self.start()
@@ -228,23 +141,58 @@ class FluxPlane:
             namespace, job, index
         )
         assert pod is not None, f"no pod of index {index} of Job {namespace}/{job}"
-        assert self.agent is not None
-        return self.agent.container_log(namespace, pod["metadata"]["name"], job)
+        return self.container_log(namespace, pod["metadata"]["name"], job)
+
+    def container_log(self, namespace: str, pod: str, container: str) -> str:
+        """What a container printed: ``kubectl logs --previous`` (when it restarted), then
+        ``kubectl logs``."""
+        out = []
+        for extra in (["--previous"], []):
+            res = self.rc.kubectl(
+                "logs", "-n", namespace, pod, "-c", container, *extra, check=False, timeout=30
+            )
+            if res.returncode == 0:
+                out.append(res.stdout)
+        return "".join(out)
+
+    def exec(self, namespace: str, pod: str, container: str, script: str) -> str:
+        """``kubectl exec POD -c CONTAINER -- sh -c SCRIPT`` (as the container's user): its
+        output; an AssertionError when it fails."""
+        res = self.rc.kubectl(
+            "exec", "-n", namespace, pod, "-c", container, "--", "sh", "-c", script,
+            check=False, timeout=60,
+        )  # fmt: skip
+        assert res.returncode == 0, f"exec in {pod}: {res.returncode} {res.stdout}{res.stderr}"
+        return res.stdout
+
+    def in_pod_network(self, namespace: str, pod: str, container: str, *args: str) -> str:
+        """``args`` run with the node's tools in the pod's network namespace only (what a node
+        administrator sees of a pod's network: ``iptables``, ``ss``). Its output."""
+        live = self.cp.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+        assert live is not None, f"no pod {namespace}/{pod}"
+        pid = self.rc.container_pid(live, container)
+        proc = subprocess.run(
+            ["nsenter", "-n", "-t", str(pid), *args], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, f"in {pod}'s network: {proc.stdout}{proc.stderr}"
+        return proc.stdout
 
     def diagnostics(self, namespace: str, job: str) -> str:
-        """The pods' phases and the logs of each container: what a failed scenario shows."""
-        assert self.agent is not None
+        """The pods' phases and nodes, the logs of each container, then the cluster's own."""
         out = []
         for p in self.pods(namespace, job):
             name = p["metadata"]["name"]
             statuses = p["status"].get("initContainerStatuses", []) + p["status"].get(
                 "containerStatuses", []
             )
-            out.append(f"--- pod {name}: {p['status'].get('phase')} {json.dumps(statuses)[:800]}")
+            out.append(
+                f"--- pod {name} on {p['spec'].get('nodeName')}: {p['status'].get('phase')} "
+                f"{json.dumps(statuses)[:800]}"
+            )
             for c in p["spec"].get("initContainers", []) + p["spec"]["containers"]:
-                text = self.agent.container_log(namespace, name, c["name"])
+                text = self.container_log(namespace, name, c["name"])
                 out.append(f"----- {c['name']}:\n" + "\n".join(text.splitlines()[-25:]))
-        out.append(f"--- agent:\n{self.agent.log(40)}")
+        out.append(self.rc.diagnostics(8))
         return "\n".join(out)
 
 
@@ -298,6 +246,7 @@ def deploy(
     strategy, from the keygen Command (the real command provider); rendered for
     ``kube_version`` (``cluster.kubernetesVersion``) when one is given."""
     cp = plane.cp
+    spec = localize(spec)
     if not spec["spec"].get("interactive"):
         # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
         spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}

@@ -1,8 +1,8 @@
 """An elastic MiniCluster with real Flux brokers under the real Job controller: the scaler rank 0
 runs (core/inpod/scaler.py) grows its own Job when work waits for nodes and gives idle ranks back.
 
-Through `pulumi up` on a control plane whose node is the node agent (its pods reach the API
-server through the agent's relay, as a kubelet's pods reach the `kubernetes` Service):
+Through `pulumi up` on a real-node cluster (fluxnodes.FluxPlane; rank 0's scaler reaches the API
+server through the `kubernetes` Service, as kube-proxy routes it):
 
 - size 2, maxSize 4, autoscale from the stack config; a job that needs 4 nodes (by its tasks:
   `-n` of 4 ranks' cores, no `-N`) is submitted at rank 0: the Job grows to 4, the new brokers
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fluxnodes import FluxPlane
+from fluxnodes import APP_IMAGE, FluxPlane, localize
 from kube import wait_until
 from stackrun import PREFIX, Engine, Stack, changes_of, copy_project, new_certificate
 
@@ -49,19 +49,21 @@ FLUX = (
 
 
 def elastic_document(**extra: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": NAME},
-        "spec": {
-            "size": 2,
-            "maxSize": 4,
-            "interactive": True,
-            "flux": {"scheduler": {"simple": True}},
-            "containers": [{"image": "ubuntu:24.04"}],
-            **extra,
-        },
-    }
+    return localize(
+        {
+            "apiVersion": "flux-framework.org/v1alpha2",
+            "kind": "MiniCluster",
+            "metadata": {"name": NAME},
+            "spec": {
+                "size": 2,
+                "maxSize": 4,
+                "interactive": True,
+                "flux": {"scheduler": {"simple": True}},
+                "containers": [{"image": "ubuntu:24.04"}],
+                **extra,
+            },
+        }
+    )
 
 
 class Timeline:
@@ -76,8 +78,7 @@ class Timeline:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def flux(self, script: str) -> str:
-        assert self.plane.agent is not None
-        return self.plane.agent.exec(NAMESPACE, self.rank0, NAME, FLUX + script)
+        return self.plane.exec(NAMESPACE, self.rank0, NAME, FLUX + script)
 
     def size(self) -> int:
         live = self.plane.cp.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{NAME}")
@@ -123,8 +124,7 @@ class Timeline:
 
 
 def scaler_lines(plane: FluxPlane, rank0: str) -> list[str]:
-    assert plane.agent is not None
-    log = plane.agent.container_log(NAMESPACE, rank0, NAME)
+    log = plane.container_log(NAMESPACE, rank0, NAME)
     return [line for line in log.splitlines() if line.startswith("autoscale: ")]
 
 
@@ -212,8 +212,7 @@ def test_queue_grows_and_shrinks_its_own_job(
         t_gone = time.monotonic()
         timeline.sample()
     except AssertionError as err:
-        assert flux_plane.agent is not None
-        log = flux_plane.agent.container_log(NAMESPACE, rank0, NAME)
+        log = flux_plane.container_log(NAMESPACE, rank0, NAME)
         tail = "\n".join(log.splitlines()[-60:])
         raise AssertionError(f"{err}\n{timeline.table()}\n--- rank 0:\n{tail}") from None
     finally:
@@ -248,7 +247,7 @@ def test_queue_grows_and_shrinks_its_own_job(
         "create",
         "job",
         other,
-        "--image=ubuntu:24.04",
+        f"--image={APP_IMAGE}",
         "--",
         "true",
     )
@@ -274,10 +273,7 @@ jobs = "/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
 print(call("PATCH", jobs + "/{other}", {{"spec": {{"parallelism": 0}}}}),
       call("GET", jobs + "/{NAME}"), call("GET", jobs), call("DELETE", jobs + "/{NAME}"))
 """
-    assert flux_plane.agent is not None
-    codes = flux_plane.agent.exec(
-        NAMESPACE, rank0, NAME, f"python3 - <<'PROBE'\n{probe}\nPROBE"
-    ).split()
+    codes = flux_plane.exec(NAMESPACE, rank0, NAME, f"python3 - <<'PROBE'\n{probe}\nPROBE").split()
     assert codes == ["403", "200", "403", "403"], codes
 
     # A second up changes nothing; turning autoscale off hands the size back to `size`.

@@ -179,8 +179,8 @@ def test_the_job_completes_when_rank_0_does_and_no_worker_is_left(
     assert not running, running
     worker = flux_plane.rank_pod(namespace, name, 1)
     worker_log = (
-        flux_plane.agent.container_log(namespace, worker["metadata"]["name"], name)
-        if worker is not None and flux_plane.agent is not None
+        flux_plane.container_log(namespace, worker["metadata"]["name"], name)
+        if worker is not None
         else ""
     )
     clean = "The worker broker exited cleanly." in worker_log
@@ -251,10 +251,8 @@ def test_ready_counts_joined_brokers_and_a_broker_that_never_joins_is_never_read
     except AssertionError as e:
         raise AssertionError(f"{e}\n{flux_plane.diagnostics(namespace, name)}") from None
     took = time.monotonic() - t0
-    agent = flux_plane.agent
-    assert agent is not None
     rank0 = flux_plane.rank_pod(namespace, name, 0)["metadata"]["name"]
-    up = agent.exec(namespace, rank0, name, UP_BROKERS).strip()
+    up = flux_plane.exec(namespace, rank0, name, UP_BROKERS).strip()
     assert up == "2", up
     # it stays so: index 2 runs its broker, in its join state, and is never Ready
     for _ in range(15):
@@ -283,11 +281,9 @@ def test_wait_ready_returns_once_every_broker_has_joined(
     )
     stack = deploy(module_engine, flux_project, flux_plane, name, namespace, spec, "ready")
     stack.up()
-    agent = flux_plane.agent
-    assert agent is not None
     rank0 = flux_plane.rank_pod(namespace, name, 0)["metadata"]["name"]
     # asked once, right after `up` returned: no waiting here
-    up = agent.exec(namespace, rank0, name, UP_BROKERS).strip()
+    up = flux_plane.exec(namespace, rank0, name, UP_BROKERS).strip()
     assert up == "3", up
     assert ready_count(flux_plane, namespace, name) == 3
     e2e_report(
@@ -388,8 +384,7 @@ def test_an_evicted_worker_is_replaced_only_once_gone_and_its_eviction_is_not_co
         kube_version=kube_version,
     )  # fmt: skip
     stack.up()
-    cp, agent = flux_plane.cp, flux_plane.agent
-    assert agent is not None
+    cp = flux_plane.cp
     rendered = job(cp, namespace, name)["spec"]
     # (the API server defaults the field to TerminatingOrFailed where the Job does not set it)
     replacement = "Failed" if kube_version is None else "TerminatingOrFailed"
@@ -399,7 +394,7 @@ def test_an_evicted_worker_is_replaced_only_once_gone_and_its_eviction_is_not_co
 
     def up() -> int:
         try:
-            out = agent.exec(namespace, rank0, name, UP_BROKERS).strip()
+            out = flux_plane.exec(namespace, rank0, name, UP_BROKERS).strip()
         except (AssertionError, OSError):
             return -1
         return int(out) if out.isdigit() else -1

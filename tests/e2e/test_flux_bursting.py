@@ -1,6 +1,9 @@
-"""Bursting with real brokers: three control planes, each with its node agent, on one shared pod
-network (as routable pod networks are). ``gke-root`` exposes its lead broker by a LoadBalancer
-Service, whose address the root's agent gives on that network; ``eks-burst`` and ``aks-burst``
+"""Bursting with real brokers: three real-node clusters (fluxnodes.FluxPlane, one node each) on
+one fabric that routes every cluster's pod range (as VPC-native pod networks and peered VPCs
+do). ``gke-root`` exposes its lead broker by a LoadBalancer Service, which the fabric's load
+balancer (realnode/loadbalancer.py) addresses and routes to the lead's node, keeping the
+client's source, as GKE's passthrough load balancer does; kube-proxy there applies the
+Service's ``loadBalancerSourceRanges`` and forwards to rank 0. ``eks-burst`` and ``aks-burst``
 read the root through real StackReferences, and their brokers join the root's instance through
 that address: six brokers in one Flux instance.
 
@@ -22,7 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import Toolchain, real_planes
-from fluxnodes import FluxPlane, expand_hostlist, wait_job_complete
+from fluxnodes import FluxPlane, expand_hostlist, minicluster, wait_job_complete
 from kube import job, wait_until
 from stackrun import PREFIX, Engine, Stack, copy_project, new_certificate
 
@@ -47,25 +50,15 @@ class Trio:
     project: Path
 
 
-def spec(name: str, size: int, container: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "flux-framework.org/v1alpha2",
-        "kind": "MiniCluster",
-        "metadata": {"name": name},
-        "spec": {
-            "size": size,
-            "logging": {"quiet": True},
-            "containers": [{"image": "ubuntu:24.04", **container}],
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def trio(
-    toolchain: Toolchain, module_engine: Engine, tmp_path_factory: pytest.TempPathFactory
+    toolchain: Toolchain,
+    nodes_set: Path,
+    module_engine: Engine,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Trio]:
     names = {stack: stack.split("-")[0] for stack in (ROOT, *BURSTS)}
-    with real_planes(toolchain, names) as planes:
+    with real_planes(toolchain, nodes_set, names, nodes=1) as planes:
         project = copy_project(tmp_path_factory.mktemp("flux-bursting") / "project")
         stacks = {}
         for name, plane in planes.items():
@@ -77,17 +70,18 @@ def trio(
                 curve_cert=new_certificate("flux-root") if name == ROOT else None,
             )
         root = stacks[ROOT]
-        # the bursts' pods come from the shared pod network, not from the example's NAT ranges
-        root.set_object(f"{PREFIX}:bursting.sourceRanges", ["10.253.0.0/16"])
+        # the bursts' pods come from their own pod ranges, not from the example's NAT ranges
+        ranges = [planes[burst].pod_cidr for burst in BURSTS]
+        root.set_object(f"{PREFIX}:bursting.sourceRanges", ranges)
         root.set_object(
             f"{PREFIX}:minicluster",
-            {"wait": "none", "spec": spec("flux-root", 2, {"command": ROOT_COMMAND})},
+            {"wait": "none", "spec": minicluster("flux-root", 2, {"command": ROOT_COMMAND})},
         )
         for burst in BURSTS:
             env = {"FLUX_MINICLUSTER_JOIN_TIMEOUT": str(JOIN_TIMEOUT_S)}
             stacks[burst].set_object(
                 f"{PREFIX}:minicluster",
-                {"wait": "none", "spec": spec(burst, 2, {"environment": env})},
+                {"wait": "none", "spec": minicluster(burst, 2, {"environment": env})},
             )
         yield Trio(planes, stacks, module_engine, project)
 
@@ -120,28 +114,26 @@ def test_a_burst_with_a_stale_certificate_gives_up_with_the_join_timeout_message
 ) -> None:
     root, burst = trio.stacks[ROOT], trio.stacks["eks-burst"]
     plane = trio.planes["eks-burst"]
-    node = f"agent-{plane.name}"
     # A persistent root; then a new burst Job that takes the root's certificate, held Pending
     # (its node cordoned) while the root's certificate is rotated: its brokers start stale.
-    persistent = spec("flux-root", 2, {})
+    persistent = minicluster("flux-root", 2)
     persistent["spec"]["interactive"] = True
     root.set_object(f"{PREFIX}:minicluster", {"wait": "none", "spec": persistent})
     root.up()
-    plane.cp.kubectl("cordon", node)
+    plane.cp.kubectl("cordon", *plane.rc.node_names)
     env = {"FLUX_MINICLUSTER_JOIN_TIMEOUT": str(JOIN_TIMEOUT_S), "ROUND": "stale"}
-    stale = spec("eks-burst", 2, {"environment": env})
+    stale = minicluster("eks-burst", 2, {"environment": env})
     stale["spec"]["pod"] = {"restartPolicy": "Never"}  # the Job gets its pod failure policy
     burst.set_object(f"{PREFIX}:minicluster", {"wait": "none", "spec": stale})
     burst.up()
     root.set(f"{PREFIX}:curveCert", new_certificate("flux-root"), secret=True, path=False)
     root.up()
-    plane.cp.kubectl("uncordon", node)
+    plane.cp.kubectl("uncordon", *plane.rc.node_names)
     message = "did not join the instance through"
 
     def gave_up() -> str | None:
-        assert plane.agent is not None
         for pod in plane.pods(NAMESPACE, "eks-burst"):
-            text = plane.agent.container_log(NAMESPACE, pod["metadata"]["name"], "eks-burst")
+            text = plane.container_log(NAMESPACE, pod["metadata"]["name"], "eks-burst")
             line = next((x for x in text.splitlines() if message in x), None)
             if line:
                 return line

@@ -1,8 +1,8 @@
 """Queued MiniClusters of real Flux brokers: the real Kueue admits, the real Job controller runs
-the pods on the node agent (real processes), and `pulumi up` waits through both.
+the pods on real nodes (fluxnodes.FluxPlane), and `pulumi up` waits through both.
 
-A ClusterQueue with quota for 2 pods, a ResourceFlavor whose node label is the agent's
-(``type: agent``, which Kueue injects as the pod template's node selector) and one LocalQueue.
+A ClusterQueue with quota for 2 pods, a ResourceFlavor whose node label is the real nodes'
+(``type: real``, which Kueue injects as the pod template's node selector) and one LocalQueue.
 Two MiniClusters of 2 brokers (examples/hello-world.yaml's command) in that queue: the second
 is queued while the first's brokers run, is admitted once it completes, and completes too; both
 rank 0s exit 0 and print the job's two lines (one task per broker).
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import Toolchain, real_planes
-from fluxnodes import FluxPlane
+from fluxnodes import FluxPlane, localize
 from kube import condition, job
 from kueueplane import (
     Kueue,
@@ -40,16 +40,16 @@ QUEUE = "hpc"
 
 
 @pytest.fixture(scope="module")
-def plane_with_kueue(toolchain: Toolchain) -> Iterator[tuple[FluxPlane, Kueue]]:
+def plane_with_kueue(toolchain: Toolchain, nodes_set: Path) -> Iterator[tuple[FluxPlane, Kueue]]:
     with (
-        real_planes(toolchain, {"fluxq": "fluxq"}) as planes,
+        real_planes(toolchain, nodes_set, {"fluxq": "fluxq"}) as planes,
         Kueue(toolchain.bin, planes["fluxq"].cp) as k,
     ):
         plane = planes["fluxq"]
         plane.cp.kubectl("create", "namespace", NAMESPACE)
         k.apply(
-            resource_flavor("agent-nodes", {"type": "agent"}, "e2e.flux-minicluster/queued"),
-            cluster_queue("two-brokers", "agent-nodes", 2),
+            resource_flavor("real-nodes", {"type": "real"}, "e2e.flux-minicluster/queued"),
+            cluster_queue("two-brokers", "real-nodes", 2),
             local_queue(QUEUE, NAMESPACE, "two-brokers"),
         )
         path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NAMESPACE}/localqueues/{QUEUE}"
@@ -66,7 +66,7 @@ def hello(name: str, command: str = "echo hello world") -> dict[str, Any]:
     doc["metadata"] = {"name": name}
     doc["spec"].update(size=2, tasks=2, deadlineSeconds=240)
     doc["spec"]["containers"][0]["command"] = command
-    return doc
+    return localize(doc)
 
 
 def test_two_queued_miniclusters_of_real_brokers_run_one_after_the_other(

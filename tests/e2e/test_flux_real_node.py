@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 import yaml
+from fluxnodes import localize
 
 REPO = Path(__file__).resolve().parents[2]
-APP_IMAGE = "localhost/flux-app:bookworm"
-VIEW_IMAGE = "localhost/flux-view-debian:bookworm"
 NAMESPACE = "minicluster-examples"
 INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_TIMEOUT_S = 240
@@ -41,14 +40,10 @@ pytestmark = pytest.mark.flux
 
 def hello_world(name: str, **spec: Any) -> dict[str, Any]:
     """examples/hello-world.yaml with the images built here, under another name if given."""
-    doc = yaml.safe_load((REPO / "examples" / "hello-world.yaml").read_text())
+    doc = localize(yaml.safe_load((REPO / "examples" / "hello-world.yaml").read_text()))
     doc["metadata"]["name"] = name
-    container = doc["spec"]["containers"][0]
-    container["image"] = APP_IMAGE
-    container["imagePullPolicy"] = "Never"
-    doc["spec"]["flux"] = {"container": {"image": VIEW_IMAGE, "pullAlways": False}}
     doc["spec"].update(spec)
-    return dict(doc)
+    return doc
 
 
 def render(doc: dict[str, Any], tmp_path: Path) -> str:

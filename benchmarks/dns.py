@@ -1,0 +1,157 @@
+"""What real cluster DNS changes for a MiniCluster's start: `pulumi up` (``wait: ready``, which
+returns once every broker has joined) on real nodes (tests/e2e's ``fluxnodes.FluxPlane``: the
+real kubelet, containerd, kube-proxy and CoreDNS), under two CoreDNS configurations:
+
+* ``kubeadm-1.32``: kubeadm's Corefile since Kubernetes 1.32, whose cache never keeps the
+  cluster's own names (kubernetes#128359);
+* ``kubeadm-1.31``: the Corefile before it (and of many clusters still: kind before 0.26, clusters
+  upgraded in place keep their ConfigMap): ``cache 30`` in front of the kubernetes plugin with
+  ``ttl 30``, so an NXDOMAIN for a broker's name asked before its record exists is served from
+  the cache for up to 30 s after the record appears.
+
+Each run is a fresh namespace with an interactive MiniCluster of ``--size`` brokers on two nodes.
+CoreDNS logs every query; from its log: how many answers for the MiniCluster's pod names were
+NXDOMAIN, and the longest time a name went from its first NXDOMAIN to its first answer. The two
+configurations take turns; figures are medians of ``--repeat`` runs.
+
+    .venv/bin/python benchmarks/dns.py [--repeat N] [--size N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from e2e import hello, nodes_set, toolchain_bin  # noqa: E402
+from fluxnodes import FluxPlane, localize  # noqa: E402
+from report import machine, table  # noqa: E402
+from stackrun import PREFIX, Engine, copy_project, new_certificate  # noqa: E402
+
+CONFIGS = ("kubeadm-1.32", "kubeadm-1.31")
+# CoreDNS's log plugin: `[INFO] 10.101.1.3:41234 - 5 "A IN name. udp 70 false 512" NXDOMAIN ...`
+QUERY = re.compile(
+    r"^(?P<ts>\S+) \[INFO\] \S+ - \d+ \"(?P<type>\S+) IN (?P<name>\S+) [^\"]*\" (?P<rcode>\S+)"
+)
+
+
+def answers(log: Path, offset: int, prefix: str) -> list[tuple[float, str, str]]:
+    """(time, name, rcode) of the A queries for names starting with ``prefix`` logged after
+    ``offset`` bytes of CoreDNS's log."""
+    found = []
+    with log.open(errors="replace") as fh:
+        fh.seek(offset)
+        for line in fh:
+            m = QUERY.match(line)
+            if m and m["type"] == "A" and m["name"].startswith(prefix):
+                when = datetime.fromisoformat(m["ts"].replace("Z", "+00:00")).timestamp()
+                found.append((when, m["name"], m["rcode"]))
+    return found
+
+
+def run_once(engine: Engine, project: Path, plane: FluxPlane, size: int, ns: str) -> dict[str, Any]:
+    doc = localize(hello(size))
+    doc["spec"]["interactive"] = True
+    name = str(doc["metadata"]["name"])
+    stack = engine.stack(
+        project,
+        ns,
+        like="local",
+        kubeconfig=plane.cp.kubeconfig,
+        context=plane.cp.name,
+        curve_cert=new_certificate(name),
+    )
+    stack.set(f"{PREFIX}:cluster.namespace", ns)
+    stack.set(f"{PREFIX}:cluster.createNamespace", "true")
+    stack.set_object(f"{PREFIX}:minicluster", {"spec": doc, "wait": "ready"})
+    log = plane.rc.workdir / "coredns" / "coredns.log"
+    offset = log.stat().st_size
+    t0 = time.perf_counter()
+    stack.up()
+    seconds = time.perf_counter() - t0
+    got = answers(log, offset, f"{name}-")
+    first_miss: dict[str, float] = {}
+    first_hit: dict[str, float] = {}
+    for when, qname, rcode in got:
+        table_ = first_hit if rcode == "NOERROR" else first_miss
+        table_.setdefault(qname, when)
+    waits = [first_hit[q] - t for q, t in first_miss.items() if q in first_hit]
+    stack.destroy()
+    stack.auto.workspace.remove_stack(stack.name)
+    return {
+        "up": seconds,
+        "nxdomain": sum(1 for _, _, rcode in got if rcode == "NXDOMAIN"),
+        "names missed": len(first_miss),
+        "longest miss": max(waits, default=0.0),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="runs per configuration (median)")
+    ap.add_argument("--size", type=int, default=8, help="brokers (default 8, on two nodes)")
+    args = ap.parse_args(argv)
+    bindir, nodes = toolchain_bin(), nodes_set()
+    t0 = time.perf_counter()
+    print(f"CoreDNS cache and the start of {args.size} brokers: `pulumi up` (wait: ready)")
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the start")
+    figures: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+    with tempfile.TemporaryDirectory(prefix="bench-dns-") as tmp, ExitStack() as planes:
+        work = Path(tmp)
+        engine = Engine.create(bindir, work / "engine")
+        project = copy_project(work / "project")
+        clusters = {
+            config: planes.enter_context(
+                FluxPlane(bindir, nodes, f"dns{i}", dns_cache=config, dns_log=True)
+            )
+            for i, config in enumerate(CONFIGS)
+        }
+        for run in range(args.repeat):
+            for config, plane in clusters.items():
+                got = run_once(engine, project, plane, args.size, f"dns-{run}")
+                figures[config].append(got)
+                print(f"({config} run {run + 1}: {got}; load {os.getloadavg()[0]:.1f})", flush=True)
+    rows = []
+    for config, runs in figures.items():
+
+        def median(key: str, runs: list[dict[str, Any]] = runs) -> float:
+            return float(statistics.median(r[key] for r in runs))
+
+        rows.append(
+            [
+                config,
+                f"{median('up'):.1f}",
+                f"{median('nxdomain'):.0f}",
+                f"{median('names missed'):.0f}",
+                f"{median('longest miss'):.1f}",
+                f"{max(r['longest miss'] for r in runs):.1f}",
+            ]
+        )
+    print()
+    headers = [
+        "CoreDNS",
+        "up until joined s",
+        "NXDOMAIN answers",
+        "names missed",
+        "longest miss s",
+        "worst miss s",
+    ]
+    print(table(headers, rows))
+    print(f"\nmedians of {args.repeat}; done in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
