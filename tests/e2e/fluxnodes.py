@@ -144,10 +144,25 @@ class FluxPlane:
         return self.container_log(namespace, pod["metadata"]["name"], job)
 
     def container_log(self, namespace: str, pod: str, container: str) -> str:
-        """What a container printed: ``kubectl logs --previous`` (when it restarted), then
-        ``kubectl logs``."""
+        """What a container printed: the instance before the last one (``kubectl logs
+        --previous``, when it restarted and a newer one exists), then the last one (``kubectl
+        logs``; while a container waits to restart, that is the one that ended). The kubelet
+        keeps no older instance."""
+        live = self.cp.get(f"/api/v1/namespaces/{namespace}/pods/{pod}") or {}
+        statuses = live.get("status", {})
+        status = next(
+            (
+                c
+                for c in statuses.get("initContainerStatuses", [])
+                + statuses.get("containerStatuses", [])
+                if c["name"] == container
+            ),
+            {},
+        )
+        before = status.get("lastState", {}).get("terminated", {}).get("containerID")
+        calls = [["--previous"], []] if before and before != status.get("containerID") else [[]]
         out = []
-        for extra in (["--previous"], []):
+        for extra in calls:
             res = self.rc.kubectl(
                 "logs", "-n", namespace, pod, "-c", container, *extra, check=False, timeout=30
             )

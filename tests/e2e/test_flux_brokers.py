@@ -82,7 +82,10 @@ def test_operator_spec_completes_with_real_brokers(
         f"`up` returned before the Job completed: {live['status']}\n"
         + flux_plane.diagnostics(namespace, job_name)
     )
-    assert live["status"].get("succeeded") == size
+    # rank 0's index succeeded (the success policy's criterion; a worker still shutting down
+    # then is stopped by the Job controller and not counted as succeeded)
+    completed = str(live["status"].get("completedIndexes", ""))
+    assert completed.split(",")[0].split("-")[0] == "0", live["status"]
     log = flux_plane.rank_log(namespace, job_name)
     correct = folder / "test.out.correct"
     if correct.exists():
@@ -235,7 +238,7 @@ def test_network_policy_lets_the_mesh_talk_and_keeps_other_pods_out(
         flux_plane,
         "netpol-b",
         namespace,
-        interactive("mesh-b", 1),
+        interactive("mesh-b", 2),
         "ready",
     )
     two.up()
@@ -243,20 +246,25 @@ def test_network_policy_lets_the_mesh_talk_and_keeps_other_pods_out(
     policies = cp.items(f"/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies")
     assert len(policies) == 2, [p["metadata"]["name"] for p in policies]
     a0, a1 = (flux_plane.rank_pod(namespace, "mesh-a", i) for i in (0, 1))
-    b0 = flux_plane.rank_pod(namespace, "mesh-b", 0)
+    b0, b1 = (flux_plane.rank_pod(namespace, "mesh-b", i) for i in (0, 1))
     port = 8050
-    # the brokers of mesh-a form one instance: rank 1 reached rank 0 through the mesh policy
-    wait_until(
-        "mesh-a rank 1 connected to rank 0",
-        lambda: connects(flux_plane, a1, a0["status"]["podIP"], port),
-        timeout=30,
-    )
+    # the brokers of each mesh form one instance: rank 1 reaches rank 0 through its mesh policy
+    # (so each rank 0 listens: a refusal below is the policy's, not an empty port)
+    for one, zero in ((a1, a0), (b1, b0)):
+        wait_until(
+            f"{one['metadata']['name']} connected to its rank 0",
+            lambda one=one, zero=zero: connects(flux_plane, one, zero["status"]["podIP"], port),
+            timeout=30,
+        )
     assert not connects(flux_plane, b0, a0["status"]["podIP"], port), (
         "a pod of another MiniCluster reached mesh-a's rank 0"
     )
     # and the other way round: mesh-b's own broker port is closed to mesh-a
     assert not connects(flux_plane, a1, b0["status"]["podIP"], port)
-    e2e_report("netpol: mesh-a 1 -> 0 open; mesh-b -> mesh-a dropped; mesh-a -> mesh-b dropped")
+    e2e_report(
+        "netpol: mesh-a 1 -> 0 and mesh-b 1 -> 0 open; mesh-b -> mesh-a and mesh-a -> mesh-b "
+        "refused by kube-router"
+    )
 
 
 def test_worker_pod_deleted_mid_run_is_replaced_and_rejoins(

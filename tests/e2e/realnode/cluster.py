@@ -178,7 +178,7 @@ def claim(owner: int) -> int:
         for rec in sorted(RUN_DIR.glob("cluster-*.json")):
             record = json.loads(rec.read_text() or "{}")
             if not _alive(record.get("owner", 0), record.get("owner_started")):
-                cleanup({**record, "k": int(rec.stem.split("-")[1])})
+                cleanup({**record, "k": int(rec.stem.split("-")[1])}, locked=True)
         for k in range(1, MAX_CLUSTERS + 1):
             rec = RUN_DIR / f"cluster-{k}.json"
             if rec.exists():
@@ -208,9 +208,10 @@ def _restore_sysctls_if_last() -> None:
     saved.unlink()
 
 
-def cleanup(record: dict[str, Any]) -> dict[str, float]:
+def cleanup(record: dict[str, Any], *, locked: bool = False) -> dict[str, float]:
     """Remove all that the record of a cluster whose owner died names (nothing else is known of
-    it then): its nodes, its control plane's process groups, its files and its claim."""
+    it then): its nodes, its control plane's process groups, its files and its claim (``locked``:
+    the caller holds the claims' lock)."""
     steps = teardown_nodes(record)
     if record.get("k"):
         loadbalancer.remove(int(record["k"]))
@@ -218,19 +219,26 @@ def cleanup(record: dict[str, Any]) -> dict[str, float]:
         if _alive(pid, started):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
-    release(record)
+    release(record, locked=locked)
     return steps
 
 
-def release(record: dict[str, Any]) -> None:
-    """The files of a cluster, its claim, and the host's sysctls when it was the last."""
+def release(record: dict[str, Any], *, locked: bool = False) -> None:
+    """The files of a cluster, its claim, and the host's sysctls when it was the last, under
+    the claims' lock (taken unless ``locked``): a cluster claimed meanwhile keeps the fabric's
+    values."""
     for n in record.get("nodes", []):
         shutil.rmtree(n["run"], ignore_errors=True)
     if record.get("workdir"):
         shutil.rmtree(record["workdir"], ignore_errors=True)
-    if record.get("k"):
-        (RUN_DIR / f"cluster-{record['k']}.json").unlink(missing_ok=True)
-    _restore_sysctls_if_last()
+    with contextlib.ExitStack() as held:
+        if not locked:
+            RUN_DIR.mkdir(parents=True, exist_ok=True)
+            lock = held.enter_context((RUN_DIR / ".lock").open("a"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.get("k"):
+            (RUN_DIR / f"cluster-{record['k']}.json").unlink(missing_ok=True)
+        _restore_sysctls_if_last()
 
 
 def teardown_nodes(record: dict[str, Any]) -> dict[str, float]:
@@ -824,6 +832,8 @@ state = "{run / "state"}"
                 str(ad / "Corefile"),
                 "-dns.port",
                 "53",
+                # one JSON object per line, with its time (the log plugin's queries included)
+                *(["-log-format", "json"] if self.dns_log else []),
             ],
             ad / "coredns.log",
         )
@@ -907,6 +917,8 @@ state = "{run / "state"}"
 
     def diagnostics(self, lines: int = 12) -> str:
         out = []
+        if self.load_balancers is not None and self.load_balancers.errors:
+            out.append("--- load balancer ---\n" + "\n".join(self.load_balancers.errors))
         for key, path in self.log_paths().items():
             with contextlib.suppress(OSError):
                 tail = path.read_text(errors="replace").splitlines()[-lines:]
@@ -949,11 +961,12 @@ state = "{run / "state"}"
             raise RealNodeError(f"container {container} of {pod['metadata']['name']} not running")
         cid = status["containerID"].split("://", 1)[1]
         node = next(n for n in self.record["nodes"] if n["name"] == pod["spec"]["nodeName"])
-        for top, dirs, _ in os.walk(Path("/sys/fs/cgroup/pids") / node["cgroup"]):
-            if cid in dirs:
-                pids = (Path(top) / cid / "cgroup.procs").read_text().split()
-                if pids:
-                    return int(pids[0])
+        for d in _cgroup_dirs(node["cgroup"]):  # every hierarchy of the node's cgroupRoot
+            if d.name == cid:
+                with contextlib.suppress(OSError):
+                    pids = (d / "cgroup.procs").read_text().split()
+                    if pids:
+                        return int(pids[0])
         raise RealNodeError(f"no process of container {container} ({cid[:12]}) on {node['name']}")
 
     def _node_ready(self, name: str) -> bool:

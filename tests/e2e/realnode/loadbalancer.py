@@ -16,8 +16,9 @@ DNAT to the endpoint). Here:
   (GKE's and AKS's, an AWS NLB with client IP preservation on);
 - the annotation ``e2e.flux-minicluster.dev/load-balancer-source: rewrite`` makes it a proxying
   load balancer instead (an NLB with IP targets and preservation off): the host rewrites the
-  source of what it forwards to the address into the address itself, so the pods see the load
-  balancer, never the client.
+  source of what it forwards to the address into the load balancer's own address in the nodes'
+  subnet (the cluster's gateway, 10.250.K.1), so the pods see the load balancer, never the
+  client. Once set, the rewrite stays for the cluster's life (the tests never take it back).
 
 Everything it adds lives in the cluster's bridge (routes go with it) and in one nat chain,
 ``FMRNLB<K>``, which :func:`remove` deletes (the cluster's teardown calls it).
@@ -84,9 +85,11 @@ class LoadBalancers:
         return self
 
     def stop(self) -> None:
+        # the thread ends after the sync under way (its calls are bounded by their timeouts):
+        # only then is nothing left to add a rule to the chain removed here
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=5)
+            self._thread.join()
         remove(self.k)
 
     def _run(self) -> None:
