@@ -96,11 +96,19 @@ e2e-tools:
 	python3 tests/e2e/toolchain/build.py
 	python3 tests/e2e/realnode/toolchain.py
 
+# The e2e suite on E2E_WORKERS processes (pytest-xdist), each test module on one of them (its
+# module-scoped clusters stay in one process); E2E_WORKERS=0 runs it in this process. The
+# toolchain and the real-node pieces are built first, once, not by each worker.
+E2E_WORKERS ?= 2
 e2e: $(STAMP)
 	@bindir="$$(python3 tests/e2e/toolchain/build.py)" || { echo "make e2e: the e2e toolchain did not build" >&2; exit 1; }; \
 	  bindir="$$(printf '%s\n' "$$bindir" | tail -n 1)"; \
 	  echo "e2e toolchain: $$bindir"; \
-	  FLUX_MINICLUSTER_E2E_BIN="$$bindir" $(BIN)/pytest -m e2e tests/e2e
+	  nodes="$$(python3 tests/e2e/realnode/toolchain.py)" || { echo "make e2e: the real-node pieces did not build" >&2; exit 1; }; \
+	  nodes="$$(printf '%s\n' "$$nodes" | tail -n 1)"; \
+	  echo "real-node pieces: $$nodes"; \
+	  FLUX_MINICLUSTER_E2E_BIN="$$bindir" FLUX_MINICLUSTER_NODES_DIR="$$nodes" \
+	    $(BIN)/pytest -m e2e $(if $(filter-out 0,$(E2E_WORKERS)),-n $(E2E_WORKERS) --dist loadfile) tests/e2e
 
 # Preview, up, refresh and destroy of the local stack, and 1/4/16 MiniClusters in one program, on
 # the real engine (docs/performance.md's "On the real engine" table).

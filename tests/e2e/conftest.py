@@ -72,6 +72,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     longrepr = report.longrepr
     if report.skipped and isinstance(longrepr, tuple) and longrepr[2].endswith(NOT_ASKED_FOR):
         report.longrepr = (__file__, None, longrepr[2])
+    if report.when == "teardown":
+        # what this process gathered since the last test, carried by the report: with
+        # pytest-xdist the summary is written by the controller, which sees reports only
+        report.user_properties.extend(_drain())
     return report
 
 
@@ -285,7 +289,7 @@ def e2e_report(request: pytest.FixtureRequest) -> Callable[[str], None]:
     """``report(line)``: a finding printed in the terminal summary (the figures of a run)."""
 
     def report(line: str) -> None:
-        _REPORT.append(f"[{request.node.name}] {line}")
+        _PENDING.append(f"[{request.node.name}] {line}")
 
     return report
 
@@ -298,15 +302,39 @@ def project(tmp_path: Path) -> Path:
 
 # --- timings: each test's wall time and its engine operations ----------------------------------
 
+# Gathered in the process that runs the tests (a pytest-xdist worker, or the only process) ...
 _ENGINES: list[tuple[str, Engine]] = []
+_PENDING: list[str] = []  # findings not yet put on a report
+_SEEN_OPS: dict[int, int] = {}  # id(engine) -> its operations already put on a report
+# ... and summed in the process that writes the summary, from the reports.
 _REPORT: list[str] = []
+_OPS: dict[str, list[float]] = {}
 _DURATIONS: dict[str, float] = {}
 _SESSION_START = time.monotonic()
+FINDING, OPERATION = "e2e_finding", "e2e_operation"
+
+
+def _drain() -> list[tuple[str, Any]]:
+    """This process's findings and engine operations since the last call, as report
+    properties."""
+    props: list[tuple[str, Any]] = [(FINDING, line) for line in _PENDING]
+    _PENDING.clear()
+    for _, eng in _ENGINES:
+        done = _SEEN_OPS.get(id(eng), 0)
+        props += [(OPERATION, (op.verb, op.seconds)) for op in eng.operations[done:]]
+        _SEEN_OPS[id(eng)] = len(eng.operations)
+    return props
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if E2E in Path(report.fspath).resolve().parents or Path(report.fspath).parent == E2E:
         _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+    for name, value in report.user_properties:
+        if name == FINDING:
+            _REPORT.append(str(value))
+        elif name == OPERATION:
+            verb, seconds = value
+            _OPS.setdefault(str(verb), []).append(float(seconds))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -323,10 +351,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         write(f"{seconds:8.1f}  {nodeid.split('::', 1)[-1]}  [{Path(nodeid.split('::')[0]).name}]")
     write(f"{sum(ran.values()):8.1f}  total of the tests above")
     write(f"{time.monotonic() - _SESSION_START:8.1f}  session wall time (with the builder)")
-    ops: dict[str, list[float]] = {}
-    for _, eng in _ENGINES:
-        for op in eng.operations:
-            ops.setdefault(op.verb, []).append(op.seconds)
+    ops = _OPS
     if ops:
         write(
             "engine operations: "
@@ -374,7 +399,7 @@ def _real_cluster(
         request.node.user_properties.append(("real_cluster_startup_s", time.monotonic() - t0))
         yield rc
     steps = ", ".join(f"{k} {v:.1f}s" for k, v in rc.teardown_steps.items())
-    _REPORT.append(f"[{request.node.name}] real cluster teardown: {steps}")
+    _PENDING.append(f"[{request.node.name}] real cluster teardown: {steps}")
 
 
 @pytest.fixture
