@@ -425,18 +425,19 @@ def real_flux_cluster(toolchain: Toolchain, nodes_set: Path, request: pytest.Fix
 
 @contextmanager
 def real_planes(
-    toolchain: Toolchain, nodes_set: Path, names: dict[str, str], nodes: int = 2
+    toolchain: Toolchain, nodes_set: Path, names: dict[str, str], nodes: int = 2, **cluster: Any
 ) -> Iterator[dict[str, Any]]:
     """Real-node clusters holding the Flux images (``fluxnodes.FluxPlane``), one per key of
     ``names`` (a stack, say) named by its value, each of ``nodes`` nodes, on one fabric (the
-    host routes between them), started in order and all stopped when the block ends."""
+    host routes between them), started in order and all stopped when the block ends.
+    ``cluster``: RealCluster's other options (``images``: the archives each node imports)."""
     from fluxnodes import FluxPlane
 
     _require_control_plane(toolchain)
     planes: dict[str, FluxPlane] = {}
     try:
         for key, name in names.items():
-            planes[key] = FluxPlane(toolchain.bin, nodes_set, name, nodes=nodes).start()
+            planes[key] = FluxPlane(toolchain.bin, nodes_set, name, nodes=nodes, **cluster).start()
         yield planes
     finally:
         for plane in planes.values():
@@ -448,6 +449,16 @@ def flux_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
     """A real-node cluster of two nodes for the module's brokers."""
     with real_planes(toolchain, nodes_set, {"flux": "flux"}) as planes:
         yield planes["flux"]
+
+
+@pytest.fixture(scope="module")
+def mpi_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
+    """A real-node cluster of two nodes that also hold the MPI application image
+    (realnode/toolchain.py's flux-mpi: Open MPI, the OSU benchmarks, mpi_check)."""
+    from fluxnodes import IMAGES
+
+    with real_planes(toolchain, nodes_set, {"mpi": "mpi"}, images=(*IMAGES, "flux-mpi.tar")) as p:
+        yield p["mpi"]
 
 
 @pytest.fixture(scope="module")

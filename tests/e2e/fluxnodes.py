@@ -54,14 +54,14 @@ def flux_prefix(bindir: Path) -> Path | None:
     return link.resolve().parent.parent
 
 
-def localize(doc: dict[str, Any]) -> dict[str, Any]:
+def localize(doc: dict[str, Any], image: str = APP_IMAGE) -> dict[str, Any]:
     """A MiniCluster spec naming the images the nodes hold: each container runs the application
-    image (``imagePullPolicy: Never``), the flux view is the view image (``pullAlways: false``:
-    IfNotPresent, which never pulls an image the node holds). Nothing else changes."""
+    image ``image`` (``imagePullPolicy: Never``), the flux view is the view image (``pullAlways:
+    false``: IfNotPresent, which never pulls an image the node holds). Nothing else changes."""
     doc = copy.deepcopy(doc)
     spec = doc["spec"]
     for container in spec.get("containers", []):
-        container["image"] = APP_IMAGE
+        container["image"] = image
         container["imagePullPolicy"] = "Never"
     flux = spec.setdefault("flux", {})
     flux["container"] = {**flux.get("container", {}), "image": VIEW_IMAGE, "pullAlways": False}
@@ -97,7 +97,8 @@ class FluxPlane:
         from realnode.cluster import RealCluster
 
         # ``cluster``: RealCluster's other options (its DNS, say)
-        self.rc = RealCluster(bindir, nodes_set, nodes=nodes, name=name, **FLUX_CLUSTER, **cluster)
+        options = {**FLUX_CLUSTER, **cluster}  # ``images``: other archives than the Flux ones
+        self.rc = RealCluster(bindir, nodes_set, nodes=nodes, name=name, **options)
         self.name = name
 
     @property
@@ -256,12 +257,14 @@ def deploy(
     create_namespace: bool = True,
     keygen: str | None = None,
     kube_version: str | None = None,
+    image: str = APP_IMAGE,
 ) -> Stack:
     """A stack of ``spec`` on ``plane``: its certificate from config, or, given a ``keygen``
     strategy, from the keygen Command (the real command provider); rendered for
-    ``kube_version`` (``cluster.kubernetesVersion``) when one is given."""
+    ``kube_version`` (``cluster.kubernetesVersion``) when one is given; every container runs
+    ``image`` (one the plane's nodes imported)."""
     cp = plane.cp
-    spec = localize(spec)
+    spec = localize(spec, image)
     if not spec["spec"].get("interactive"):
         # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
         spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}

@@ -58,6 +58,7 @@ RECIPES = {
     "kube-router": 1,
     "images": 1,
     "flux-images": 1,
+    "flux-mpi": 1,
 }
 
 
@@ -495,6 +496,112 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
     return NodePiece("flux-images", ["images/flux-app.tar", "images/flux-view.tar"], recipe, run)
 
 
+# -- the MPI application image ------------------------------------------------------------------
+
+# Run inside the throwaway build root (Debian's mpicc): the OSU Micro-Benchmarks of MPI from
+# ${SRC}/osu-micro-benchmarks (their util/ linked into each, as their Makefile.am's libutil) and
+# mpi_check.c, into ${OUT}/bin. The benchmarks' own warnings are theirs (-w).
+MPI_BUILD = r"""set -eu
+SRC=/build/src OUT=/build/out
+mkdir -p "$OUT/bin"
+osu=$SRC/osu-micro-benchmarks
+cd "$osu"
+mpicc -O2 -w -I util -c util/osu_util.c -o /build/osu_util.o
+mpicc -O2 -w -I util -c util/osu_util_mpi.c -o /build/osu_util_mpi.o
+n=0
+for c in mpi/startup/*.c mpi/pt2pt/*.c mpi/collective/*.c mpi/one-sided/*.c; do
+    mpicc -O2 -w -I util "$c" /build/osu_util.o /build/osu_util_mpi.o -lm -lpthread \
+        -o "$OUT/bin/$(basename "$c" .c)"
+    n=$((n + 1))
+done
+mpicc -O2 -Wall -Werror "$SRC/mpi_check.c" -o "$OUT/bin/mpi_check"
+strip "$OUT"/bin/*
+echo "built $n OSU benchmarks and mpi_check"
+"""
+
+
+def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
+    """The MPI application image (``flux-mpi-tags``): the application image's packages
+    (``flux-app-include``, the same user ``flux``) plus Debian's Open MPI at run time
+    (``flux-mpi-include``), and, in /usr/local/bin, the OSU Micro-Benchmarks (the copy inside
+    ``mpi-osu-source``, flux-pmix's tarball, BSD) and realnode/mpi_check.c, compiled with mpicc
+    in a throwaway root of ``flux-mpi-build-include`` (mmdebstrap --format=null: nothing of it
+    is kept, the image carries no compiler)."""
+    suite = str(np["image-suite"])
+    include = [str(p) for p in np["flux-app-include"]] + [str(p) for p in np["flux-mpi-include"]]
+    build_include = [str(p) for p in np["flux-mpi-build-include"]]
+    tags = [str(t) for t in np["flux-mpi-tags"]]
+    uid = int(np["flux-app-user"])
+    source = HERE.parents[2].parent / "shared" / "vendor" / str(np["mpi-osu-source"])
+    want = str(np["mpi-osu-sha256"])
+    check_c = (HERE / "mpi_check.c").read_text()
+
+    def run(keydir: Path) -> dict[str, Any]:
+        images, work = image_dirs(keydir)
+        logfile = keydir / "logs" / "flux-mpi.log"
+        if not source.is_file():
+            raise RuntimeError(f"{source} is missing (../shared/vendor beside the checkout)")
+        got = hashlib.sha256(source.read_bytes()).hexdigest()
+        if got != want:
+            raise RuntimeError(f"{source}: sha256 {got}, the pin says {want}")
+        src, out = work / "src", work / "out"
+        src.mkdir()
+        out.mkdir()
+        with tarfile.open(source) as tar:
+            top = tar.getnames()[0].split("/")[0]
+            members = [
+                m for m in tar.getmembers() if m.name.startswith(f"{top}/t/osu-micro-benchmarks/")
+            ]
+            tar.extractall(work / "tarball", members=members, filter="data")
+        shutil.move(work / "tarball" / top / "t" / "osu-micro-benchmarks", src)
+        (src / "mpi_check.c").write_text(check_c)
+        (work / "build.sh").write_text(MPI_BUILD)
+        t0 = time.monotonic()
+        _sh(
+            [
+                "mmdebstrap", "--variant=minbase", "--mode=root", "--format=null",
+                f"--include={','.join(build_include)}",
+                '--customize-hook=mkdir -p "$1/build/src" "$1/build/out"',
+                f"--customize-hook=sync-in {src} /build/src",
+                f"--customize-hook=copy-in {work / 'build.sh'} /build",
+                '--customize-hook=chroot "$1" sh /build/build.sh',
+                f"--customize-hook=sync-out /build/out {out}",
+                suite, "/dev/null",
+            ],
+            logfile,
+        )  # fmt: skip
+        facts: dict[str, Any] = {"compiled": round(time.monotonic() - t0, 1)}
+        facts["programs"] = sorted(p.name for p in (out / "bin").iterdir())
+        user = (
+            f'chroot "$1" groupadd -g {uid} flux && '
+            f'chroot "$1" useradd -m -u {uid} -g {uid} -s /bin/bash flux'
+        )
+        facts["image"] = minbase_image(
+            images / "flux-mpi.tar",
+            work / "mpi.tar",
+            suite,
+            tags,
+            ["/bin/bash"],
+            logfile,
+            include,
+            [user, f"sync-in {out / 'bin'} /usr/local/bin"],
+        )
+        shutil.rmtree(work)
+        return facts
+
+    recipe = {
+        "suite": suite,
+        "include": include,
+        "build": build_include,
+        "tags": tags,
+        "uid": uid,
+        "source": [source.name, want],
+        "script": MPI_BUILD,
+        "c": check_c,
+    }
+    return NodePiece("flux-mpi", ["images/flux-mpi.tar"], recipe, run)
+
+
 # -- the set -------------------------------------------------------------------------------------
 
 
@@ -507,6 +614,7 @@ def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> lis
         go_piece("kube-node", b, kube, kube_recipe),
         images_piece(np),
         flux_images_piece(b, pins_raw, np),
+        flux_mpi_piece(np),
         go_piece("coredns", b, dns, dns_recipe),
         kube_router_piece(b, np),
     ]
