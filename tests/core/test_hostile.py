@@ -493,9 +493,7 @@ CASES = [
     Case(
         "archive-path-injection",
         spec(archive={"path": "/archive/$(touch x)"}),
-        check=shell_value(
-            "broker_options+=(", '"${broker_options[0]}"', "-Scontent.restore=/archive/$(touch x)"
-        ),
+        check=shell_value("archive=", '"${archive}"', "/archive/$(touch x)"),
     ),
     Case(
         "volume-path-reserved",

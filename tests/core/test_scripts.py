@@ -16,6 +16,7 @@ import select
 import shlex
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,7 +83,7 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
             "tasks": 0,
             "interactive": False,
             "logging": {"strict": True, "timed": True, "debug": True, "zeromq": True},
-            "archive": {"path": "/data/archive.tar.gz"},
+            "archive": {"path": "/tmp/data/archive.tar.gz"},
             "flux": {
                 "wrap": "strace,-f",
                 "submitCommand": "flux mini submit",
@@ -500,10 +501,10 @@ def test_worker_joins_without_a_command(tmp_path: Path, sandbox: MakeSandbox) ->
     box = sandbox({"size": 4, "containers": [app(command="echo hello world")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-1")
     assert result.returncode == 0, result.stderr
-    assert box.broker_calls() == [
-        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
-    ]
-    assert box.sleeps() == []  # no fixed sleep before or after a worker's start
+    # once when the pod starts, once again to rejoin when the instance shut down (run stops it)
+    worker = [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
+    assert box.broker_calls() == [worker, worker]
+    assert box.sleeps()[:1] != ["1"]  # no fixed sleep before or after a worker's start
 
 
 def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path, sandbox: MakeSandbox) -> None:
@@ -519,6 +520,7 @@ def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path, sandbox: MakeSand
     assert box.broker_calls() == [
         [
             "start", "--wrap=strace,-f", *start(box)[1:], *common(box),
+            f"-Scontent.dump={tmp_path}/tmp/data/partial-archive.tar.gz",
             time_bin, "-f", "FLUXTIME fluxsubmit wall time %E",
             "fusion", "flux", "mini", "submit",
             "-N", "2", "-ompi=openmpi@5", "--setattr=x=1", "-vvv",
@@ -531,7 +533,7 @@ def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path, sandbox: MakeSand
     worker = worker_box.run("wait-0.sh", hostname=f"{NAME}-1")
     assert worker.returncode == 0, worker.stderr
     # --wrap applies to every broker; prefix and timing only to rank 0's initial program.
-    assert worker_box.broker_calls() == [
+    assert worker_box.broker_calls()[:1] == [
         ["start", "--wrap=strace,-f", *start(worker_box)[1:], *common(worker_box)]
     ]
     assert markers(worker.stdout) == ["init", "pre", "worker-pre", "post"]
@@ -613,8 +615,8 @@ def test_worker_retries_a_failed_start_with_a_capped_backoff(
     box = sandbox({"size": 2, "containers": [app(command="true")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-1", failures=6)
     assert result.returncode == 0, result.stderr
-    assert len(box.broker_calls()) == 7
-    assert box.sleeps() == ["1", "2", "4", "8", "8", "8"]
+    assert len(box.broker_calls()) == 7 + 1  # and once again to rejoin (see run)
+    assert box.sleeps()[:6] == ["1", "2", "4", "8", "8", "8"]
 
 
 def test_complete_workers_makes_one_attempt(tmp_path: Path, sandbox: MakeSandbox) -> None:
@@ -685,7 +687,7 @@ def test_zmqdebug_in_every_broker_of_a_bursting_group_only(
         box = sandbox(spec, name=name, where=host)
         result = box.run("wait-0.sh", hostname=host)
         assert result.returncode == 0, result.stderr
-        (call,) = box.broker_calls()
+        call = box.broker_calls()[0]  # (a worker starts it again to rejoin: see run)
         assert ("-Stbon.zmqdebug=1" in call) is bursting, (host, call)
         assert "-Slog-stderr-level=6" in call  # not quiet: the level is the user's
 
@@ -1085,7 +1087,7 @@ def test_v1alpha1_restful_workers_join_as_usual(tmp_path: Path, sandbox: MakeSan
     box = sandbox(SPECS["v1alpha1-restful-users"][1])
     result = box.run("wait-0.sh", hostname=f"{NAME}-1", existing_users=("munge",))
     assert result.returncode == 0, result.stderr
-    assert box.broker_calls() == [[*start(box), *v1_options(box)]]
+    assert box.broker_calls()[:1] == [[*start(box), *v1_options(box)]]
     assert box.calls("git", "python3", "alembic") == []
     assert not any(k.startswith("FLUX_TOKEN") for k in box.broker_envs()[0]["env"])
 
@@ -1157,7 +1159,7 @@ def test_v1alpha1_munge_falls_back_then_degrades(
         (line,) = [x for x in result.stderr.splitlines() if x.startswith("flux-minicluster:")]
         assert message in line
         assert "munged is not started" in line
-    assert len(box.broker_calls()) == 1  # the broker starts all the same
+    assert box.broker_calls()  # the broker starts all the same
 
 
 @pytest.mark.parametrize("host", [f"{NAME}-0", f"{NAME}-1"])
@@ -1213,9 +1215,11 @@ def test_v1alpha1_brokers_run_as_the_flux_user(tmp_path: Path, sandbox: MakeSand
         result = box.run("wait-0.sh", hostname=host)
         assert result.returncode == 0, result.stderr
     program = ["flux", "submit", "-n", "1", "--quiet", "--watch", "hostname"]
+    worker = [*as_flux(box), "flux", *start(box), *v1_options(box)]
     assert [c for c in box.calls("sudo") if "start" in c] == [
         [*as_flux(box), "flux", *start(box), *v1_options(box), *program],
-        [*as_flux(box), "flux", *start(box), *v1_options(box)],
+        worker,
+        worker,  # again, to rejoin when its instance shut down (see Sandbox.run)
     ]
     # Created once (the second run found it), with v1alpha1's uid.
     assert box.calls("useradd") == [["useradd", "--create-home", "--uid", "1000", "flux"]]
@@ -1479,3 +1483,101 @@ def test_the_scripts_digest_keeps_a_resize_and_follows_any_other_change(path: Pa
         c.model_copy(update={"commands": edited}) if c is flux else c for c in spec.containers
     ]
     assert entrypoint_digest(_with(definition, containers=containers)) != digests[spec.size]
+
+
+def _stopped(
+    box: Sandbox,
+    proc: subprocess.Popen[str],
+    brokers: int = 1,
+    ready: Callable[[], bool] = lambda: True,
+) -> tuple[int, str]:
+    """SIGTERM to the entrypoint once its ``brokers``-th broker has started and ``ready()``,
+    as the kubelet stops a container; its exit status and stderr."""
+    try:
+        deadline = time.monotonic() + 30
+        while not (box.counter.exists() and int(box.counter.read_text() or 0) >= brokers):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"broker {brokers} never started"
+            time.sleep(0.05)
+        while not (box.broker_pid_file.exists() and ready()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the entrypoint never got ready to be stopped"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the broker's signal handler in place
+        proc.send_signal(15)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stderr
+
+
+@pytest.mark.parametrize("dump", ["whole", "partial"])
+def test_rank0_saves_the_instance_in_its_archive_when_stopped(
+    dump: str, sandbox: MakeSandbox
+) -> None:
+    """Rank 0 restores the archive at start and dumps beside it as its broker stops (rc3); a
+    whole dump then replaces the archive, one cut short leaves the last good archive in place."""
+    spec = {
+        "size": 2,
+        "interactive": True,
+        "archive": {"path": "/tmp/keep/archive.tgz"},
+        "containers": [app(command="x")],
+    }
+    box = sandbox(spec)
+    archive = box.path("/tmp/keep/archive.tgz")
+    staging = archive.with_name("partial-archive.tgz")
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"the last one")
+    proc = box.start("wait-0.sh", hostname=f"{NAME}-0", join="never", env={"FAKE_FLUX_DUMP": dump})
+    status, stderr = _stopped(box, proc)
+    assert status == 128 + 15, stderr
+    (broker,) = box.broker_calls()
+    assert f"-Scontent.restore={archive}" in broker
+    assert f"-Scontent.dump={staging}" in broker
+    if dump == "whole":
+        assert tarfile.is_tarfile(archive)
+        assert not staging.exists()
+    else:
+        assert archive.read_bytes() == b"the last one"
+        assert "is not whole" in stderr
+
+
+def test_only_rank0_touches_the_archive(sandbox: MakeSandbox) -> None:
+    spec = {"size": 2, "interactive": True, "archive": {"path": "/tmp/keep/a.tgz"}}
+    box = sandbox({**spec, "containers": [app(command="x")]})
+    box.path("/tmp/keep").mkdir(parents=True)
+    box.path("/tmp/keep/a.tgz").write_bytes(b"the last one")
+    box.path("/tmp/keep/partial-a.tgz").write_bytes(b"rank 0 dumping")
+    # (its broker exits 0 at once and is started again to rejoin: stopped after the second)
+    worker = box.start("wait-0.sh", hostname=f"{NAME}-1", env={"FAKE_FLUX_LATER_JOIN": "never"})
+    status, stderr = _stopped(box, worker, brokers=2)
+    assert status == 0, stderr
+    assert not any(a.startswith("-Scontent.") for a in box.broker_calls()[0])
+    assert box.path("/tmp/keep/partial-a.tgz").read_bytes() == b"rank 0 dumping"
+
+
+@pytest.mark.parametrize(
+    ("later_join", "status"),
+    [("never", 0), ("0", 128 + 15)],
+    ids=["stopped-before-it-rejoined", "stopped-after-it-rejoined"],
+)
+def test_a_worker_rejoins_its_instance_after_it_shut_down(
+    later_join: str, status: int, sandbox: MakeSandbox
+) -> None:
+    """Rank 0 decides the Job (successPolicy): a worker whose broker exited 0 (the instance shut
+    down) starts it again to rejoin a new rank 0. Stopped before it has joined (the Job
+    controller ending the workers once rank 0 succeeded), its part is done: exit 0; stopped
+    once it has rejoined, it is a stopped broker again (143), which the Job replaces."""
+    box = sandbox({"size": 2, "interactive": True, "containers": [app()]})
+    assert box.mc.job.lead_decides
+    proc = box.start(
+        "wait-0.sh",
+        hostname=f"{NAME}-1",
+        env={"FAKE_FLUX_LATER_JOIN": later_join, "FAKE_FLUX_LATER_RUN": "300"},
+    )
+    marker = box.path(box.mc.paths.instance_ended)
+    rejoined = later_join != "never"
+    code, stderr = _stopped(box, proc, brokers=2, ready=lambda: marker.exists() != rejoined)
+    assert code == status, stderr
+    assert len(box.broker_calls()) == 2

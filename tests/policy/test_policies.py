@@ -179,6 +179,7 @@ def job(
     }
     if lifecycle == "persistent":
         notes[lbl.SKIP_AWAIT_ANNOTATION] = "true"
+        notes[lbl.ARCHIVE_ANNOTATION] = f"/data/flux-archives/{name}.tgz"
     else:
         notes[lbl.WAIT_FOR_ANNOTATION] = f"jsonpath={{.status.ready}}={max_size}"
     return {
@@ -528,6 +529,16 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
         "deadline too long",
         GOOD,
         changed(GOOD, 3, _set(["spec", "activeDeadlineSeconds"], 31_536_001)),
+    ),
+    (
+        "persistent-keeps-its-queue",
+        "persistent without an archive",
+        minicluster(lifecycle="persistent"),
+        changed(
+            minicluster(lifecycle="persistent"),
+            3,
+            lambda m: m["metadata"]["annotations"].pop(lbl.ARCHIVE_ANNOTATION),
+        ),
     ),
     (
         "persistent-no-hang",

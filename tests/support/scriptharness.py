@@ -45,6 +45,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,22 +97,57 @@ if args and args[0] in ("start", "broker"):
         fh.write(str(done + 1))
     if done < int(os.environ.get("FAKE_FLUX_FAILURES", "0")):
         sys.exit(int(os.environ.get("FAKE_FLUX_RC", "1")))
-    with open(os.environ["FAKE_FLUX_PID"], "w") as fh:
-        fh.write(str(os.getpid()))
+    program = args[1:]
+    while program and (program[0].startswith(("--wrap=", "-S")) or program[0] == "-o"):
+        program = program[1:]
+    if program[:1] == ["--config"]:
+        program = program[2:]
+    while program and program[0].startswith("-S"):
+        program = program[1:]
+
+    def finish(code):
+        # rank 0's rc3 with -Scontent.dump: the instance's content dumped as the broker stops
+        # (FAKE_FLUX_DUMP=partial: a dump cut short)
+        for arg in args:
+            if arg.startswith("-Scontent.dump="):
+                path = arg.split("=", 1)[1]
+                if os.environ.get("FAKE_FLUX_DUMP") == "partial":
+                    with open(path, "wb") as fh:
+                        fh.write(b"\\x1f\\x8b\\x08 cut short")
+                else:
+                    import io, tarfile
+                    with tarfile.open(path, "w:gz") as tar:
+                        info = tarfile.TarInfo("content")
+                        info.size = len(b"dumped")
+                        tar.addfile(info, io.BytesIO(b"dumped"))
+        if os.path.exists(joined):
+            os.unlink(joined)  # its socket is gone: `flux module list` fails again
+        if code == 0 and not program:
+            open(os.environ["FAKE_FLUX_ENDED"], "w").close()  # a worker's instance shut down
+        sys.exit(code)
 
     def terminated(signum, frame):
         with open(os.environ["FAKE_FLUX_SIGNALS"], "a") as fh:
             fh.write(signal.Signals(signum).name + "\\n")
-        sys.exit(1)  # a broker in its join state exits 1 on SIGTERM (parent-fail)
+        finish(1)  # a broker in its join state exits 1 on SIGTERM (parent-fail)
 
     signal.signal(signal.SIGTERM, terminated)
+    with open(os.environ["FAKE_FLUX_PID"], "w") as fh:
+        fh.write(str(os.getpid()))
     join = os.environ.get("FAKE_FLUX_JOIN", "0")
+    run = os.environ.get("FAKE_FLUX_RUN", "0")
+    if os.path.exists(os.environ["FAKE_FLUX_ENDED"]):
+        # a broker started after one ended with its instance: a worker rejoining, which joins
+        # only when a new rank 0 is there (FAKE_FLUX_LATER_JOIN; by default it never is)
+        open(os.environ["FAKE_FLUX_REJOINING"], "w").close()
+        join = os.environ.get("FAKE_FLUX_LATER_JOIN", "never")
+        run = os.environ.get("FAKE_FLUX_LATER_RUN", run)
     if join == "never":
         while True:
             time.sleep(60)
     time.sleep(float(join))
     open(joined, "w").close()
-    time.sleep(float(os.environ.get("FAKE_FLUX_RUN", "0")))
+    time.sleep(float(run))
     if args[0] == "start" and os.environ.get("FAKE_FLUX_RUN_PROGRAM"):
         rest = args[1:]
         if rest and rest[0].startswith("--wrap="):
@@ -121,8 +157,8 @@ if args and args[0] in ("start", "broker"):
         while rest and rest[0].startswith("-S"):
             rest = rest[1:]
         if rest:
-            sys.exit(subprocess.run(rest).returncode)
-    sys.exit(int(os.environ.get("FAKE_FLUX_EXIT", "0")))
+            finish(subprocess.run(rest).returncode)
+    finish(int(os.environ.get("FAKE_FLUX_EXIT", "0")))
 sys.exit(0)
 """
 
@@ -254,6 +290,7 @@ class Sandbox:
         self.sleep_log = self.root / "sleep.log"
         self.counter = self.root / "flux.counter"
         self.joined = self.root / "flux.joined"
+        self.rejoining = self.root / "flux.rejoining"
         self.broker_pid_file = self.root / "flux.pid"
         self.signal_log = self.root / "flux.signals"
         self.env_log = self.root / "flux-env.log"
@@ -372,13 +409,25 @@ class Sandbox:
 
     def run(self, script: str, **options: Any) -> subprocess.CompletedProcess[str]:
         """Run one entrypoint key (or ``text``) with bash, as its container would, to its end;
-        ``options`` are ``start``'s."""
+        ``options`` are ``start``'s.
+
+        A worker of a Job that rank 0 decides starts its broker again once the instance has shut
+        down (to rejoin a new rank 0), until the Job controller stops it: so does this, with
+        SIGTERM, as soon as such a worker is waiting to rejoin."""
         proc = self.start(script, **options)
-        try:
-            stdout, stderr = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
+        deadline = time.monotonic() + 60
+        stopped = False
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    raise
+                if not stopped and self.rejoining.exists():
+                    proc.send_signal(signal.SIGTERM)
+                    stopped = True
         return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
     def start(
@@ -406,6 +455,9 @@ class Sandbox:
         ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init);
         ``existing_users``: the users the image already has (``id -u`` knows them).
         """
+        # a new container: no instance of its has ended yet
+        for left in (self.root / "flux.ended", self.rejoining):
+            left.unlink(missing_ok=True)
         body = self.rewrite(text if text is not None else self.data[script], script)
         path = self.root / f"run-{script}"
         path.write_text(body)
@@ -414,6 +466,8 @@ class Sandbox:
             "HOME": str(self.root / "home"),
             "LANG": "C.UTF-8",
             "FAKE_FLUX_LOG": str(self.flux_log),
+            "FAKE_FLUX_ENDED": str(self.root / "flux.ended"),
+            "FAKE_FLUX_REJOINING": str(self.rejoining),
             "FAKE_FLUX_COUNTER": str(self.counter),
             "FAKE_FLUX_FAILURES": str(failures),
             "FAKE_FLUX_RC": str(fail_rc),

@@ -208,11 +208,17 @@ def check_job_bounds(m: Manifest, s: Settings) -> list[str]:
 # --- persistent-no-hang --------------------------------------------------------------------------
 
 
-def check_persistent_no_hang(m: Manifest, s: Settings) -> list[str]:
+def _persistent_job_notes(m: Manifest) -> dict[str, str] | None:
+    """The annotations of a persistent MiniCluster's Job (``lifecycle: persistent``), or None."""
     if mf.kind(m) != "Job":
-        return []
+        return None
     notes = mf.annotations_of(m)
-    if notes.get(lbl.LIFECYCLE_ANNOTATION) != "persistent":
+    return notes if notes.get(lbl.LIFECYCLE_ANNOTATION) == "persistent" else None
+
+
+def check_persistent_no_hang(m: Manifest, s: Settings) -> list[str]:
+    notes = _persistent_job_notes(m)
+    if notes is None:
         return []
     if notes.get(lbl.SKIP_AWAIT_ANNOTATION, "").strip().lower() == "true":
         return []
@@ -222,6 +228,23 @@ def check_persistent_no_hang(m: Manifest, s: Settings) -> list[str]:
         f"the Job is persistent ({lbl.LIFECYCLE_ANNOTATION}: persistent) and never completes, but "
         f"has neither {lbl.SKIP_AWAIT_ANNOTATION}: 'true' nor {lbl.WAIT_FOR_ANNOTATION}: "
         "'pulumi up' would wait for completion until it times out"
+    ]
+
+
+# --- persistent-keeps-its-queue ------------------------------------------------------------------
+
+
+def check_persistent_keeps_its_queue(m: Manifest, s: Settings) -> list[str]:
+    notes = _persistent_job_notes(m)
+    # a burst's brokers hold no content of their own: the root's archive keeps it
+    if notes is None or notes.get(lbl.ROLE_ANNOTATION) == "burst":
+        return []
+    if notes.get(lbl.ARCHIVE_ANNOTATION, "").strip():
+        return []
+    return [
+        f"the Job is persistent ({lbl.LIFECYCLE_ANNOTATION}: persistent) and keeps no archive "
+        f"({lbl.ARCHIVE_ANNOTATION}): its queue and job history are lost whenever rank 0's pod is "
+        "replaced (a new pod template, a drained node, a destroy)"
     ]
 
 
@@ -429,6 +452,21 @@ PERSISTENT_NO_HANG = Rule(
     ),
     resource_check=check_persistent_no_hang,
     engine_only=True,
+)
+
+PERSISTENT_KEEPS_ITS_QUEUE = Rule(
+    id="persistent-keeps-its-queue",
+    description=(
+        "A persistent MiniCluster keeps its Flux queue and job history in an archive that "
+        "outlives rank 0's pod."
+    ),
+    level="advisory",
+    remediation=(
+        "Mount a PersistentVolumeClaim in the Flux container (the archive then defaults to "
+        "<its path>/flux-archives/<name>.tgz), or set spec.archive.path on a volume that outlives "
+        "the pod."
+    ),
+    resource_check=check_persistent_keeps_its_queue,
 )
 
 HEADLESS_PUBLISHES_NOT_READY = Rule(

@@ -14,6 +14,7 @@ Rule ids and their options (defaults in brackets):
 * ``flux-container-resources`` (advisory): the Flux container requests CPU and memory.
 * ``job-bounds`` (advisory): ``maxActiveDeadlineSeconds`` [31536000], ``maxBackoffLimit`` [100].
 * ``persistent-no-hang`` (mandatory): a persistent Job has skipAwait or waitFor.
+* ``persistent-keeps-its-queue`` (advisory): a persistent Job (not a burst's) names its archive.
 * ``headless-publishes-not-ready`` (advisory): the headless Service publishes not-ready pods.
 * ``hostlist-covers-max-size`` (mandatory, stack): broker.toml hosts cover the Job's hostnames.
 * ``burst-group-consistent`` (mandatory, stack): one certificate and rank order per burst group,
@@ -43,6 +44,7 @@ from flux_minicluster.policy.resource_rules import (
     LEAD_OPEN_TO_ALL,
     NAMESPACE_NOT_DEFAULT,
     NO_PRIVILEGED,
+    PERSISTENT_KEEPS_ITS_QUEUE,
     PERSISTENT_NO_HANG,
     PINNED_IMAGES,
 )
@@ -61,6 +63,7 @@ __all__ = [
     "LEAD_OPEN_TO_ALL",
     "NAMESPACE_NOT_DEFAULT",
     "NO_PRIVILEGED",
+    "PERSISTENT_KEEPS_ITS_QUEUE",
     "PERSISTENT_NO_HANG",
     "PINNED_IMAGES",
     "QUEUED_JOB_SUSPENDED",
@@ -78,6 +81,7 @@ ALL_RULES: tuple[Rule, ...] = (
     FLUX_CONTAINER_RESOURCES,
     JOB_BOUNDS,
     PERSISTENT_NO_HANG,
+    PERSISTENT_KEEPS_ITS_QUEUE,
     HEADLESS_PUBLISHES_NOT_READY,
     HOSTLIST_COVERS_MAX_SIZE,
     BURST_GROUP_CONSISTENT,

@@ -4,11 +4,14 @@ The Flux Operator's Job completes when every index has succeeded and retries any
 Job-wide ``backoffLimit`` (100). Newer releases let the Job say what a MiniCluster means, and each
 field below is set only where the target release serves it (``core.kube.kubeversion``):
 
-* **rank 0 decides** (``successPolicy``, ``succeededIndexes: "0"``): where rank 0's exit ends the
-  work (submit, batch, launcher and batchRaw clusters; not interactive or persistent ones, which
-  never complete, and not a burst, whose index 0 is not the lead), the Job completes when index 0
-  succeeds, and the Job controller ends the workers still running. A burst's brokers exit 0 when
-  the root's instance shuts down, so its Job completes when every one of them has (no policy);
+* **rank 0 decides** (``successPolicy``, ``succeededIndexes: "0"``): rank 0's success ends the
+  instance for good (its work is done, or a person ran ``flux shutdown`` in a persistent or
+  interactive cluster), so the Job completes when index 0 succeeds and the Job controller ends
+  the workers still running. Rank 0 stopped by a signal fails instead (128 + the signal), and its
+  new pod starts the instance again: the workers, whose brokers exit 0 whenever the instance shuts
+  down, start theirs again and rejoin it, since only the Job controller can tell them it is over.
+  Not for a burst, whose index 0 is not the lead: its brokers exit 0 when the root's instance
+  shuts down, so its Job completes when every one of them has (no policy);
 * **one pod per rank** (``podReplacementPolicy: Failed``): a rank's new pod is created only once
   the old one has failed or gone, never while it terminates: two brokers of one rank must never
   meet the overlay;
@@ -62,8 +65,9 @@ def behaviour(
 ) -> JobBehaviour:
     """The Job's behaviour for ``version``.
 
-    ``lead_completes_work``: rank 0 is this Job's index 0 and its exit ends the work (see the
-    module); ``backoff_limit``: the operator's (already defaulted); ``restart_policy``: the pods'.
+    ``lead_completes_work``: rank 0 is this Job's index 0, whose success ends the instance (see
+    the module); ``backoff_limit``: the operator's (already defaulted); ``restart_policy``: the
+    pods'.
     """
     never = restart_policy == NEVER
     per_index = never and serves(version, JobField.BACKOFF_LIMIT_PER_INDEX)

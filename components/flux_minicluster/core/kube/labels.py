@@ -32,6 +32,8 @@ JOB_NAME_LABEL: Final = "job-name"
 MAX_SIZE_ANNOTATION: Final = f"{DOMAIN}/max-size"  # str(maxSize)
 LIFECYCLE_ANNOTATION: Final = f"{DOMAIN}/lifecycle"  # "persistent" or "ephemeral"
 ROLE_ANNOTATION: Final = f"{DOMAIN}/role"  # "standalone", "root" or "burst"
+# Where rank 0 keeps the instance's content across its pods (core.spec.archive), when it does.
+ARCHIVE_ANNOTATION: Final = f"{DOMAIN}/archive"
 
 # On the curve Secret: the certificate's public key (not secret), so that checks can compare
 # certificates across clusters without reading the secret key.

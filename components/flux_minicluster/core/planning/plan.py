@@ -24,6 +24,7 @@ from flux_minicluster.core.kube.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.planning import autoscale as autoscaling
 from flux_minicluster.core.planning.autoscale import Autoscale
 from flux_minicluster.core.reading.loading import has_deferred_group
+from flux_minicluster.core.spec.archive import archive_path
 from flux_minicluster.core.spec.definition import MiniClusterDefinition, ObjectNames
 from flux_minicluster.core.spec.models import (
     DEFAULT_BACKOFF_LIMIT,
@@ -114,6 +115,7 @@ class ConfigPaths:
     archive_db: str
     done_marker: str  # touched by the init container when the view is in place
     complete_marker: str  # touched by the Flux container when it is done
+    instance_ended: str  # a worker's: its instance shut down and it has not joined one again
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,9 @@ class MiniClusterPlan:
     """Multi-user mode's IMP (None without ``spec.users``)."""
     autoscale: Autoscale | None = None
     """The scaler rank 0 runs beside its broker (None unless the MiniCluster opts in)."""
+    archive: str | None = None
+    """The archive rank 0 restores at start and saves at every stop (``core.spec.archive``);
+    None for a burst, whose brokers hold no content of their own."""
 
     @property
     def name(self) -> str:
@@ -327,11 +332,12 @@ def build(
         kube_version=kube_version,
         job=completion.behaviour(
             kube_version,
-            lead_completes_work=role is not Role.BURST and not mode.persistent,
+            lead_completes_work=role is not Role.BURST,
             restart_policy=spec.pod.restart_policy or DEFAULT_RESTART_POLICY,
             backoff_limit=_backoff_limit(spec),
         ),
         autoscale=autoscaling.of(definition, kube_version),
+        archive=archive_path(spec, definition.name),
     )
 
 
@@ -470,6 +476,7 @@ def _config_paths(spec: MiniClusterSpec, user: brokerconfig.UserConfig | None) -
         archive_db=f"{root}/var/lib/flux/job-archive.sqlite",
         done_marker=_join(base, "flux-operator-done.txt"),
         complete_marker=_join(base, "flux-operator-complete.txt"),
+        instance_ended=f"{run_dir}/instance-ended",
     )
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from flux_minicluster.core.base import layout, placeholders
 from flux_minicluster.core.base.errors import Problem, SpecError, key_path
 from flux_minicluster.core.reading import documents, yamlio
+from flux_minicluster.core.spec import archive
 from flux_minicluster.core.spec.definition import (
     DEFAULT_NAMESPACE,
     MiniClusterDefinition,
@@ -112,6 +113,10 @@ def parse(
     # run whatever else is wrong (the header, metadata): every problem in one pass.
     definition: MiniClusterDefinition | None = None
     if spec is not None:
+        name_or_stand_in = resolved_name or _STAND_IN_NAME
+        missing = None if lenient else archive.missing_archive(spec, name_or_stand_in)
+        if missing is not None:
+            warnings.append(missing)
         definition = MiniClusterDefinition(
             name=resolved_name or _STAND_IN_NAME,
             namespace=resolved_namespace,

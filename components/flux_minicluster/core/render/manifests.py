@@ -65,6 +65,7 @@ from flux_minicluster.core.render import (
     volumes,
 )
 from flux_minicluster.core.render.scripts import entrypoint_data, entrypoint_digest
+from flux_minicluster.core.spec.archive import GRACE_SECONDS as ARCHIVE_GRACE_SECONDS
 
 __all__ = [
     "APPLY_ORDER",
@@ -276,6 +277,9 @@ def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str
     }
     if s.pod.scheduler_name:
         spec["schedulerName"] = s.pod.scheduler_name
+    if plan.archive:
+        # Room for rank 0's dump as it stops (core.spec.archive), beyond Kubernetes' 30 s.
+        spec["terminationGracePeriodSeconds"] = ARCHIVE_GRACE_SECONDS
     if s.pod.host_pid:
         spec["hostPID"] = True
     if s.pod.host_ipc:
@@ -302,6 +306,8 @@ def _job(plan: MiniClusterPlan, data: dict[str, str], public_key: str) -> dict[s
         lbl.LIFECYCLE_ANNOTATION: "persistent" if plan.persistent else "ephemeral",
         lbl.ROLE_ANNOTATION: plan.role.value,
     }
+    if plan.archive:
+        annotations[lbl.ARCHIVE_ANNOTATION] = plan.archive
     # The certificate's public key on the pod template: a new certificate (a rotation) changes
     # the template, so every broker restarts with it together instead of a restarted pod holding
     # a certificate its peers do not. Public, so it may be shown.

@@ -57,6 +57,7 @@ from flux_minicluster.core.planning import autoscale as autoscaling
 from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.planning.plan import ConfigPaths, Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml, hostlist_file
+from flux_minicluster.core.spec.archive import LOCK_WAIT_SECONDS, staging
 from flux_minicluster.core.spec.models import (
     DEFAULT_INSTALL_ROOT,
     DEFAULT_LOGS_DIR,
@@ -223,7 +224,10 @@ def wait_script(plan: MiniClusterPlan) -> str:
         program=program,
         wrap=shquote(f"--wrap={spec.flux.wrap}") if spec.flux.wrap else "",
         broker_options=tuple(_broker_options(plan)),
-        archive=spec.archive.path if spec.archive and spec.archive.path else "",
+        archive=plan.archive or "",
+        archive_staging=staging(plan.archive) if plan.archive else "",
+        archive_lock_wait=LOCK_WAIT_SECONDS,
+        rejoin=plan.job.lead_decides,
         environment=tuple(_environment_lines(plan)),
         logs=container.logs or DEFAULT_LOGS_DIR,
         script=script,
@@ -350,6 +354,9 @@ class _Wait:
     wrap: str
     broker_options: tuple[str, ...]
     archive: str
+    archive_staging: str
+    archive_lock_wait: int
+    rejoin: bool
     environment: tuple[str, ...]
     logs: str
     script: str

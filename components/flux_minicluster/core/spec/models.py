@@ -349,11 +349,13 @@ class Logging(SpecModel):
 
 
 class Archive(SpecModel):
-    """A Flux content archive restored when the brokers start."""
+    """Where the instance's content (its queue and job history) is kept across rank 0's pods."""
 
     path: str | None = None
-    """Absolute path of a ``flux dump`` archive, restored (``-Scontent.restore``) when the file
-    exists as a broker starts; nothing writes it automatically."""
+    """Absolute path of a ``flux dump`` archive, on a volume that outlives the pod: rank 0
+    restores it (``-Scontent.restore``) when the file exists as its broker starts, and saves
+    the instance there (``-Scontent.dump``) whenever its broker stops. Persistent and interactive
+    clusters default to one on a claim the Flux container mounts (``core.spec.archive``)."""
 
 
 class PodSpec(SpecModel):
@@ -821,7 +823,7 @@ class MiniClusterSpec(SpecModel):
     logging: Logging = Field(default_factory=Logging)
     """What the scripts and brokers print, and whether a failure fails the pod."""
     archive: Archive | None = None
-    """A Flux archive restored when the brokers start."""
+    """A Flux archive restored when rank 0 starts and saved whenever it stops."""
     share_process_namespace: bool = False
     """The broker pods' containers share one PID namespace."""
     cleanup: bool = False
