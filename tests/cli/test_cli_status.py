@@ -3,12 +3,15 @@ tests/core/test_status.py's, against a live cluster tests/e2e/test_kueue.py's)."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support.fluxpod import COUNTS, REFUSED, fake_kubectl, flux_view, rank0_pod
 
 from flux_minicluster.cli.main import main
 
@@ -121,3 +124,75 @@ def test_status_reads_as_kubectl_reads(
     else:
         assert said in err
         assert namespace in err
+
+
+UID = "6f1c1e0a-0000-4000-8000-000000000004"
+LIVE_JOB = {
+    "metadata": {"name": "hello", "namespace": "team-a", "uid": UID},
+    "spec": {"parallelism": 2, "completions": 2},
+    "status": {"active": 2, "ready": 2},
+}
+
+
+@pytest.mark.parametrize(
+    ("state", "env", "archive", "jobs", "unread", "problem"),
+    [
+        ({}, {}, None, True, None, None),
+        ({}, {"DUMP": "{dir}/archive.tar"}, None, True, None, None),
+        ({}, {"DUMP": "{dir}/archive.tar"}, "{dir}/archive.tar", True, None, None),
+        ({}, {"REFUSED": REFUSED}, None, False, REFUSED, REFUSED),
+        ({"phase": "Pending", "running": False, "ready": False}, {}, None, False,
+         "the instance is not up: rank 0's pod hello-0-a is Pending", None),
+        ({"ready": False}, {}, None, False, "is running but not Ready", None),
+    ],
+    ids=["jobs", "archive-never-written", "archive-written", "exec-refused", "pod-pending",
+         "not-ready"],
+)  # fmt: skip
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_status_shows_the_instances_jobs_and_archive(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    state: dict[str, Any],
+    env: dict[str, str],
+    archive: str | None,
+    jobs: bool,
+    unread: str | None,
+    problem: str | None,
+    output: str,
+) -> None:
+    """Once rank 0 is Ready, the jobs (and the archive the broker names) through the user's
+    exec; a refused exec is a problem, never a failed status; a pod not up, a reason."""
+    view = flux_view(tmp_path / "view")
+    pods = [rank0_pod("hello", "hello-0-a", UID, view=str(view.parent), **state)]
+    for key, value in {**fake_kubectl(tmp_path, LIVE_JOB, pods), **env}.items():
+        monkeypatch.setenv(key, value.replace("{dir}", str(tmp_path)))
+    if archive:
+        Path(archive.replace("{dir}", str(tmp_path))).write_bytes(b"x" * 10)
+    assert main(["status", "hello", "-n", "team-a", "-o", output]) == 0
+    out = capsys.readouterr().out
+    if output == "text":
+        if jobs:
+            assert f"  jobs      {COUNTS.line()}" in out
+        else:
+            assert "  jobs      not read: " in out
+            assert str(unread) in out
+        if "DUMP" in env:
+            written = "written " if archive else "never written"
+            assert f"  archive   {tmp_path}/archive.tar: {written}" in out
+        return
+    document = json.loads(out)
+    assert document["phase"] == "ready"
+    assert document["jobs"] == (dataclasses.asdict(COUNTS) if jobs else None)
+    assert (document["jobs_unread"] is None) == jobs
+    if unread:
+        assert unread in document["jobs_unread"]
+    assert [p["message"] for p in document["problems"]] == (
+        [f"`kubectl exec -n team-a hello-0-a -c hello`: {problem}"] if problem else []
+    )
+    if "DUMP" in env:
+        assert document["archive"]["path"] == f"{tmp_path}/archive.tar"
+        assert (document["archive"]["written"] is None) == (archive is None)
+        assert document["archive"]["bytes"] == (10 if archive else None)
+    else:
+        assert document["archive"] is None

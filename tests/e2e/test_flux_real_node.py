@@ -10,11 +10,17 @@ false (the view's policy is IfNotPresent, which never pulls an image the node ho
 
 - the example as it is: the Job completes, `kubectl logs` of rank 0 is the four tasks' output;
 - the same MiniCluster persistent (interactive): every pod Ready (the readiness probe is "this
-  broker joined"), then `flux resource list` at rank 0 through `kubectl exec` sees every node up.
+  broker joined"), then `flux resource list` at rank 0 through `kubectl exec` sees every node up;
+- and from the user's machine, with the user's kubeconfig: `minicluster flux NAME -- submit
+  --wait ...` exits as the job did (3), `-- jobs -a` lists the jobs, `minicluster status -o
+  json` counts them; a user without `pods/exec` (a ServiceAccount's token that may only get and
+  list) gets the rest of the status and a problem saying the exec was refused.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -66,6 +72,44 @@ def render(doc: dict[str, Any], tmp_path: Path) -> str:
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def minicluster_cli(
+    rc: Any, command: str, *args: str, kubeconfig: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`minicluster COMMAND --kubeconfig K ARGS` as a user runs it: kubectl on PATH (the
+    cluster's own), the admin's kubeconfig unless another is given."""
+    env = {**os.environ, "PATH": f"{rc.nodes_dir / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    config = str(kubeconfig or rc.cp.kubeconfig)
+    return subprocess.run(
+        [sys.executable, "-m", "flux_minicluster.cli.main", command, "--kubeconfig", config, *args],
+        capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def exec_refused_kubeconfig(rc: Any, tmp_path: Path) -> Path:
+    """A kubeconfig of a ServiceAccount that may get and list Jobs and pods in the namespace,
+    and nothing else (no pods/exec): a user who may look but not exec."""
+    for args in (
+        ("create", "serviceaccount", "looker"),
+        ("create", "role", "looker", "--verb=get,list", "--resource=jobs,pods"),
+        (
+            "create",
+            "rolebinding",
+            "looker",
+            "--role=looker",
+            f"--serviceaccount={NAMESPACE}:looker",
+        ),
+    ):
+        account = [f"--serviceaccount={NAMESPACE}:looker"] if args[1] == "rolebinding" else []
+        rc.kubectl(*args, *account, "-n", NAMESPACE)
+    token = rc.kubectl("create", "token", "looker", "-n", NAMESPACE).stdout.strip()
+    config = yaml.safe_load(rc.cp.kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path = tmp_path / "looker.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def pods(rc: Any, job: str) -> list[dict[str, Any]]:
@@ -165,8 +209,40 @@ def test_hello_world_runs_on_real_nodes_from_images_built_here(
     assert (res.returncode, res.stdout.strip()) == (0, "4"), (
         f"{res.stdout}\n{res.stderr}\n{diagnostics(rc, job)}"
     )
+
+    # flux from the user's machine: the exit code of a job passes through, jobs -a lists it
+    where = (job, "-n", NAMESPACE)
+    t0 = time.monotonic()
+    failing = minicluster_cli(rc, "flux", *where, "--", "submit", "--wait", "sh", "-c", "exit 3")
+    submit_s = time.monotonic() - t0
+    assert failing.returncode == 3, f"{failing}\n{diagnostics(rc, job)}"
+    ok = minicluster_cli(rc, "flux", *where, "--", "submit", "--wait", "hostname")
+    assert ok.returncode == 0, f"{ok}\n{diagnostics(rc, job)}"
+    listed = minicluster_cli(
+        rc, "flux", *where, "--", "jobs", "-a", "--no-header", "--format={result} {returncode}"
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(listed.stdout.split("\n")[:-1]) == ["COMPLETED 0", "FAILED 3"], listed
+    t0 = time.monotonic()
+    shown = minicluster_cli(rc, "status", *where, "-o", "json")
+    status_s = time.monotonic() - t0
+    assert shown.returncode == 0, shown.stderr
+    found = json.loads(shown.stdout)
+    assert (found["phase"], found["problems"]) == ("ready", []), found
+    assert found["jobs"] == {"pending": 0, "running": 0, "completed": 1, "failed": 1,
+                             "cancelled": 0, "timeout": 0}, found  # fmt: skip
+
+    # a user who may look but not exec: the rest of the status, and why the jobs are missing
+    looker = exec_refused_kubeconfig(rc, tmp_path)
+    refused = minicluster_cli(rc, "status", *where, "-o", "json", kubeconfig=looker)
+    assert refused.returncode == 0, refused.stderr
+    found = json.loads(refused.stdout)
+    assert (found["phase"], found["jobs"]) == ("ready", None), found
+    assert "pods/exec" in found["problems"][0]["message"], found
     e2e_report(
         f"hello-world on {len(nodes)} real nodes: apply to Job Complete {complete_s:.1f}s; "
-        f"persistent: apply to every broker joined (4 pods Ready) {joined_s:.1f}s"
+        f"persistent: apply to every broker joined (4 pods Ready) {joined_s:.1f}s; "
+        f"`minicluster flux -- submit --wait` {submit_s:.1f}s, `minicluster status` with the "
+        f"jobs {status_s:.1f}s"
     )
     e2e_report("real cluster start: " + ", ".join(f"{k} {v:.1f}s" for k, v in rc.timings.items()))

@@ -118,6 +118,12 @@ def _status(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _flux(args: argparse.Namespace) -> int:
+    from flux_minicluster.cli.flux import run
+
+    return run(args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from flux_minicluster.cli.demo import run
 
@@ -167,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         _render_command,
         _check_command,
         _status_command,
+        _flux_command,
         _demo_command,
         _init_command,
         _version_command,
@@ -275,7 +282,9 @@ def _status_command(sub: Subparsers) -> None:
         description="Read a MiniCluster's Job, pods and (when queued) Kueue Workload with "
         "`kubectl get` and say: created, admitted or queued, brokers joined n of N, running, "
         "succeeded or failed with rank 0's exit code. Reads the API server only, never Pulumi "
-        "state: a stack (--stack) only says where to look.",
+        "state: a stack (--stack) only says where to look. Once the instance is up, its "
+        "jobs (pending, running, completed, failed, cancelled, timeout) and when its archive "
+        "was last written, read in rank 0's pod with `kubectl exec` (your credentials).",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
     p.add_argument(
@@ -286,6 +295,30 @@ def _status_command(sub: Subparsers) -> None:
     p.add_argument("--context", help="kube-context (default: the current one)")
     _report_format(p, "one JSON document on stdout, for CI and workflow tools")
     p.set_defaults(func=_status)
+
+
+FLUX_COMMAND = "flux"
+
+
+def _flux_command(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        FLUX_COMMAND,
+        help="run a flux command against a deployed MiniCluster (kubectl exec into rank 0)",
+        usage="minicluster flux [-h] [NAME] [-n NAMESPACE] [--stack STACK] [--kubeconfig FILE] "
+        "[--context CONTEXT] -- FLUX-ARGS...",
+        description="Run `flux FLUX-ARGS...` in the MiniCluster's instance, e.g. `minicluster "
+        "flux NAME -- jobs -a`: `kubectl exec` into rank 0's Flux container with your own "
+        "kubeconfig (you need pods/exec in the namespace; the pods get no rights for it). "
+        "Flux's exit code, output and (when not a terminal) standard input pass through.",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
+    p.add_argument(
+        "--namespace", "-n", help="its namespace (default: the kube-context's, as for kubectl)"
+    )
+    p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
+    p.add_argument("--context", help="kube-context (default: the current one)")
+    p.set_defaults(func=_flux, flux_args=[])
 
 
 def _demo_command(sub: Subparsers) -> None:
@@ -349,9 +382,29 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return {}
 
 
+def _parse(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> tuple[argparse.Namespace, list[str]]:
+    """The arguments; for ``flux``, what follows the first ``--`` is flux's, untouched."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--" in given:
+        cut = given.index("--")
+        args, extra = parser.parse_known_args(given[:cut])
+        if args.command == FLUX_COMMAND:
+            args.flux_args = given[cut + 1 :]
+            return args, extra
+    args, extra = parser.parse_known_args(given)
+    if extra and args.command == FLUX_COMMAND:  # `minicluster flux mc jobs -a`
+        subcommands(parser)[FLUX_COMMAND].error(
+            f"unrecognized arguments: {' '.join(extra)} (flux's arguments go after --: "
+            "minicluster flux NAME -- jobs -a)"
+        )
+    return args, extra
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = _parse(parser, argv)
     if args.command is None:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -71,6 +71,11 @@ INIT_SCRIPT: Final = "flux-init.sh"
 BROKER_TOML: Final = "broker.toml"
 HOSTLIST: Final = "hostlist"
 
+# Written by the Flux container's entrypoint into the flux view's directory for whoever runs
+# Flux in the pod (a person, the readiness probe, `minicluster flux`): Flux's environment and
+# the broker's socket (templates/wait-view.sh.j2).
+VIEW_HELPER: Final = "flux-view.sh"
+
 # The port every broker binds (broker.toml's default_port), which a bursting root's lead Service
 # exposes to the clusters that join it, and the name of that port on Services.
 BROKER_PORT: Final = 8050

@@ -21,6 +21,17 @@ Workloads): admission is then what the Job shows (a queued Job stays suspended u
 admits it), and rank 0's exit code is known when the Job failed on it through its pod failure
 policy (the Job controller's ``Failed`` message names the pod and the exit code).
 
+Once the instance is up (rank 0's pod Running and Ready), ``minicluster status`` also reads the
+instance itself, through the API server's exec with the user's own credentials
+(``rankzero.INSTANCE_SCRIPT``), and ``read_instance`` says what Flux printed:
+
+* **jobs**: job-list's counts (``flux job stats``, exact and cheap: no job is listed): pending
+  (depend, priority, sched), running (run, cleanup), and the inactive ones by outcome,
+  completed (exit 0), failed (a non-zero exit, or an exception other than a cancel or a
+  timeout), cancelled and timeout (``flux jobs --stats`` counts those two as failed too);
+* **archive**: when the Flux archive (``spec.archive.path``, else the one the broker was started
+  with) was last written, or never (no such file yet).
+
 ``phase`` sums it up in one word: ``absent``, ``queued`` (waiting for Kueue's admission),
 ``suspended`` (an unqueued Job someone suspended), ``starting``, ``ready`` (every broker
 joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
@@ -28,16 +39,21 @@ joined), ``succeeded`` or ``failed``. Pure: the caller fetches the JSON.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from flux_minicluster.core.kube.labels import COMPLETION_INDEX_LABEL
+from flux_minicluster.core.deployed import rankzero
+from flux_minicluster.core.deployed.rankzero import owned_pods
 from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 
 __all__ = [
     "Admission",
+    "Archive",
+    "FluxJobs",
     "MiniClusterStatus",
     "Phase",
     "failure_policy_exit_code",
@@ -45,6 +61,7 @@ __all__ = [
     "interpret",
     "owned_pods",
     "rank0_exit_code",
+    "read_instance",
     "workload_of",
 ]
 
@@ -67,6 +84,39 @@ class Admission:
 
 
 @dataclass(frozen=True)
+class FluxJobs:
+    """The instance's jobs by state and, once inactive, by outcome (``flux job stats``)."""
+
+    pending: int
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+    timeout: int
+
+    def line(self) -> str:
+        return ", ".join(f"{value} {key}" for key, value in asdict(self).items())
+
+
+@dataclass(frozen=True)
+class Archive:
+    """The instance's Flux archive file in rank 0's pod."""
+
+    path: str
+    written: str | None
+    """When it was last written (UTC, ISO 8601); None: never (there is no such file)."""
+    bytes: int | None
+
+    def line(self) -> str:
+        if self.written is None:
+            return f"{self.path}: never written"
+        return f"{self.path}: written {self.written} ({self.bytes} bytes)"
+
+
+_INSTANCE_FIELDS: Final = ("jobs", "jobs_unread", "archive", "problems")
+
+
+@dataclass(frozen=True)
 class MiniClusterStatus:
     name: str
     namespace: str
@@ -85,9 +135,43 @@ class MiniClusterStatus:
     """Rank 0's Flux container's exit code, once it exited."""
     admission: Admission | None
     """None when the MiniCluster is not queued."""
+    jobs: FluxJobs | None = None
+    """The instance's jobs, when they were read (``with_instance``)."""
+    jobs_unread: str | None = None
+    """Why ``jobs`` is None: the instance is not up, or reading it failed."""
+    archive: Archive | None = None
+    """The Flux archive, when the instance has one and it was read."""
+    problems: tuple[dict[str, str], ...] = ()
+    """What failed while reading the instance (``path``, ``message``, as ``-o json`` lists
+    every command's problems): the rest of the status stands."""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self, *, instance: bool = False) -> dict[str, Any]:
+        """The status as one JSON object; ``instance``: with what the instance said (the jobs,
+        the archive, the problems reading them), which only ``minicluster status`` reads (the
+        component's ``status`` output is the Job's alone)."""
+        out = asdict(self)
+        if not instance:
+            return {k: v for k, v in out.items() if k not in _INSTANCE_FIELDS}
+        out["problems"] = list(self.problems)
+        return out
+
+    def with_instance(
+        self,
+        jobs: FluxJobs | None,
+        archive: Archive | None = None,
+        unread: str | None = None,
+        problem: str | None = None,
+    ) -> MiniClusterStatus:
+        """This status with what the instance said (``read_instance``), or why it said
+        nothing: ``unread`` for a person, ``problem`` when reading it failed."""
+        problems = self.problems + (({"path": "jobs", "message": problem},) if problem else ())
+        return replace(
+            self,
+            jobs=jobs,
+            jobs_unread=None if jobs is not None else unread or problem,
+            archive=archive,
+            problems=problems,
+        )
 
     def lines(self) -> list[str]:
         """The status as a person reads it, one fact a line."""
@@ -109,6 +193,12 @@ class MiniClusterStatus:
             out.append(f"  finished  {word}{code}{because}")
         else:
             out.append("  finished  no")
+        if self.jobs is not None:
+            out.append(f"  jobs      {self.jobs.line()}")
+        elif self.jobs_unread:
+            out.append(f"  jobs      not read: {self.jobs_unread}")
+        if self.archive is not None:
+            out.append(f"  archive   {self.archive.line()}")
         return out
 
 
@@ -150,13 +240,7 @@ def workload_of(
 def rank0_exit_code(name: str, pods: Sequence[Mapping[str, Any]]) -> int | None:
     """The exit code of rank 0's Flux container (named ``name``), from the newest rank 0 pod
     that has one (its current state, else the last one of a restarted container)."""
-    rank0 = [
-        p
-        for p in pods
-        if ((p.get("metadata") or {}).get("labels") or {}).get(COMPLETION_INDEX_LABEL) == "0"
-    ]
-    rank0.sort(key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
-    for pod in reversed(rank0):
+    for pod in reversed(rankzero.rank0_pods(pods)):
         for container in (pod.get("status") or {}).get("containerStatuses") or []:
             if container.get("name") != name:
                 continue
@@ -197,20 +281,6 @@ def failure_policy_exit_code(name: str, failed: Mapping[str, Any] | None) -> int
     if not found["pod"].startswith(indexed_pod_prefix(name, 0)):
         return None
     return int(found["code"])
-
-
-def owned_pods(
-    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
-) -> list[Mapping[str, Any]]:
-    """The pods of ``job`` itself (by its uid), not those an earlier Job of the same name left
-    behind, which carry the same ``job-name`` label until they are gone."""
-    uid = (job.get("metadata") or {}).get("uid")
-    return [
-        p
-        for p in pods
-        if uid is None
-        or any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
-    ]
 
 
 def _admission(queue: str, suspended: bool, workload: Mapping[str, Any] | None) -> Admission:
@@ -317,3 +387,51 @@ def interpret(
         ),
         admission=admission,
     )
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"`flux job stats` gave no count of {what}")
+    return value
+
+
+def read_instance(text: str) -> tuple[FluxJobs, Archive | None]:
+    """What ``rankzero.INSTANCE_SCRIPT`` printed: the JSON of ``flux job stats`` (job-list's
+    ``job-stats``: ``job_states`` by state, then ``successful``, ``failed``, ``canceled`` and
+    ``timeout`` among the inactive), then, when there is an archive,
+    ``archive <mtime> <bytes> <path>`` (``- -``: no such file). A ValueError for anything
+    else."""
+    lines = text.strip().splitlines()
+    if not lines:
+        raise ValueError("`flux job stats` printed nothing")
+    try:
+        stats = json.loads(lines[0])
+    except json.JSONDecodeError:
+        raise ValueError(f"`flux job stats` printed no JSON: {lines[0][:200]!r}") from None
+    states = stats.get("job_states") if isinstance(stats, dict) else None
+    if not isinstance(states, dict):
+        raise ValueError(f"`flux job stats` printed no job_states: {lines[0][:200]!r}")
+    jobs = FluxJobs(
+        pending=sum(_count(states.get(s), s) for s in ("depend", "priority", "sched")),
+        running=sum(_count(states.get(s), s) for s in ("run", "cleanup")),
+        completed=_count(stats.get("successful"), "successful"),
+        failed=_count(stats.get("failed"), "failed"),
+        cancelled=_count(stats.get("canceled"), "canceled"),
+        timeout=_count(stats.get("timeout"), "timeout"),
+    )
+    archive = None
+    for line in lines[1:]:
+        word, _, rest = line.partition(" ")
+        if word != rankzero.ARCHIVE_LINE:
+            continue
+        mtime, size, path = [*rest.split(" ", 2), "", ""][:3]
+        if not path:
+            raise ValueError(f"an archive line without a path: {line!r}")
+        if mtime == "-":
+            archive = Archive(path, None, None)
+        elif mtime.isdigit() and size.isdigit():
+            when = datetime.fromtimestamp(int(mtime), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            archive = Archive(path, when, int(size))
+        else:
+            raise ValueError(f"an archive line without a time and a size: {line!r}")
+    return jobs, archive

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from flux_minicluster.core.base import layout
 from flux_minicluster.core.base.templating import shquote
 from flux_minicluster.core.planning.plan import MiniClusterPlan
 
@@ -43,7 +44,7 @@ FAILURE_THRESHOLD: Final = 3
 
 
 def _script(plan: MiniClusterPlan) -> str:
-    view = f"{plan.paths.view_base.rstrip('/')}/flux-view.sh"
+    view = f"{plan.paths.view_base.rstrip('/')}/{layout.VIEW_HELPER}"
     flux = f'env FLUX_URI={shquote("local://" + plan.paths.socket)} PATH="${{PATH}}" flux'
     if plan.flux_user is not None:
         flux = f"sudo -u {shquote(plan.flux_user.name)} {flux}"
