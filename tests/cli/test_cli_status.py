@@ -14,6 +14,8 @@ import pytest
 from support.fluxpod import COUNTS, REFUSED, fake_kubectl, flux_view, rank0_pod
 
 from flux_minicluster.cli.main import main
+from flux_minicluster.core.kube.labels import ARCHIVE_ANNOTATION
+from flux_minicluster.core.spec.archive import staging
 
 
 def test_a_stack_says_where_to_look(
@@ -196,3 +198,24 @@ def test_status_shows_the_instances_jobs_and_archive(
         assert document["archive"]["bytes"] == (10 if archive else None)
     else:
         assert document["archive"] is None
+
+
+def test_status_reads_the_archive_the_job_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Job names its archive (the default on a claim included): status reads that file, not
+    the dump the broker writes beside it as it stops."""
+    named = tmp_path / "flux-archives" / "hello.tgz"
+    named.parent.mkdir()
+    named.write_bytes(b"x" * 7)
+    notes = {"annotations": {ARCHIVE_ANNOTATION: str(named)}}
+    job = {**LIVE_JOB, "metadata": {**LIVE_JOB["metadata"], **notes}}
+    view = flux_view(tmp_path / "view")
+    pods = [rank0_pod("hello", "hello-0-a", UID, view=str(view.parent))]
+    env = {**fake_kubectl(tmp_path, job, pods), "DUMP": str(staging(str(named)))}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(["status", "hello", "-n", "team-a", "-o", "json"]) == 0
+    archive = json.loads(capsys.readouterr().out)["archive"]
+    assert archive["path"] == str(named)
+    assert archive["bytes"] == 7

@@ -32,7 +32,9 @@ from typing import Any
 from flux_minicluster.cli.notices import problem_records
 from flux_minicluster.core.base.errors import Problem, SpecError
 from flux_minicluster.core.deployed import rankzero, status
+from flux_minicluster.core.kube.labels import ARCHIVE_ANNOTATION
 from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
+from flux_minicluster.core.spec.archive import archive_path
 
 WORKLOADS = "workloads.kueue.x-k8s.io"
 DEFAULT_NAMESPACE = "default"
@@ -130,6 +132,9 @@ def _with_instance(
         return found.with_instance(
             None, problem=f"rank 0's pod {rank0.pod} has no flux view: it was not made here"
         )
+    # The Job names the archive it keeps (core.spec.archive, the default on a claim included).
+    notes = (job.get("metadata") or {}).get("annotations") or {}
+    archive = notes.get(ARCHIVE_ANNOTATION) or archive
     args = kubectl.exec_args(
         found.namespace,
         rank0.pod,
@@ -208,7 +213,7 @@ def _stack_target(stack: str) -> tuple[str, str, str | None, str | None, str | N
     kubeconfig = config.cluster.kubeconfig
     if kubeconfig and not Path(os.path.expanduser(kubeconfig)).is_absolute():
         kubeconfig = str(project.root / kubeconfig)
-    archive = definition.spec.archive.path if definition.spec.archive else None
+    archive = archive_path(definition.spec, definition.name)
     return definition.name, config.cluster.namespace, kubeconfig, config.cluster.context, archive
 
 

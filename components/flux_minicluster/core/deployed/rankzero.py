@@ -82,8 +82,8 @@ INSTANCE_SCRIPT: Final = (
     + r"""archive=${1:-}
 "${run[@]}" flux job stats || exit
 if [ -z "${archive}" ]; then
-  archive=$("${run[@]}" flux getattr content.dump 2> /dev/null) \
-    || archive=$("${run[@]}" flux getattr content.restore 2> /dev/null) || archive=
+  archive=$("${run[@]}" flux getattr content.restore 2> /dev/null) \
+    || archive=$("${run[@]}" flux getattr content.dump 2> /dev/null) || archive=
 fi
 # auto: the newest dump, which Flux links as RESTORE in the state directory (none without one).
 if [ "${archive}" = auto ]; then
@@ -98,9 +98,9 @@ if [ -n "${archive}" ]; then
 )
 """``bash -c INSTANCE_SCRIPT minicluster-flux VIEW_HELPER [ARCHIVE]``: what ``status`` reads of
 the instance, for ``status.read_instance``: the JSON ``flux job stats`` prints (job-list's
-counts, one line), then, when there is an archive (``ARCHIVE``, the spec's ``archive.path``;
-else the one the broker was started with, its ``content.dump`` or ``content.restore``
-attribute; for ``auto``, the ``dump/RESTORE`` link in its state directory),
+counts, one line), then, when there is an archive (``ARCHIVE``, the one the Job names, else
+the spec's; else the one the broker was started with, its ``content.restore`` or
+``content.dump`` attribute, as an operator's broker is; for ``auto``, the ``dump/RESTORE`` link in its state directory),
 ``archive <mtime> <bytes> <path>``, ``- -`` for a file that is not there."""
 
 
