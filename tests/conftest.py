@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from support.corpus import load_one
 
+from flux_minicluster.core.kube import kubeversion
 from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.reading.loading import parse
 from flux_minicluster.core.render.manifests import lead_service, render
@@ -65,16 +66,22 @@ def curve_cert() -> str:
 
 @pytest.fixture(scope="session")
 def build() -> Callable[..., plans.MiniClusterPlan]:
-    """``build(spec, name=, namespace=)``: the plan of a document or bare spec (containers
-    default to one ephemeral container)."""
+    """``build(spec, name=, namespace=, kube_version=)``: the plan of a document or bare spec
+    (containers default to one ephemeral container), for the default release unless given."""
 
     def build(
-        spec: Mapping[str, Any], name: str | None = NAME, namespace: str | None = "default"
+        spec: Mapping[str, Any],
+        name: str | None = NAME,
+        namespace: str | None = "default",
+        kube_version: str | None = None,
     ) -> plans.MiniClusterPlan:
         document = dict(spec)
         if "spec" not in document and "containers" not in document:
             document["containers"] = [dict(c) for c in DEFAULT_CONTAINERS]
-        return plans.build(parse(document, name=name, namespace=namespace))
+        definition = parse(document, name=name, namespace=namespace)
+        if kube_version is None:
+            return plans.build(definition)
+        return plans.build(definition, kubeversion.parse(kube_version))
 
     return build
 

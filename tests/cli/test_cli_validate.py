@@ -269,3 +269,33 @@ def test_standard_input_has_one_name_in_every_line(tmp_path: Path) -> None:
             check=False,
         )
         assert getattr(result, stream).startswith(expected), (result.stdout, result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("pod", "command", "warned"),
+    [
+        ("", ["validate", "mc.yaml"], False),  # Never by default on 1.34: failed work fails
+        ("  pod: {restartPolicy: OnFailure}\n", ["validate", "mc.yaml"], True),
+        ("  pod: {restartPolicy: OnFailure}\n", ["validate", "-o", "json", "mc.yaml"], True),
+        ("", ["render", "--kube-version", "1.28", "mc.yaml"], True),  # no failure policy
+        ("", ["render", "--kube-version", "1.29", "mc.yaml"], False),
+    ],
+    ids=["default", "on-failure", "on-failure-json", "render-1.28", "render-1.29"],
+)
+def test_failed_work_that_would_leave_a_complete_job_is_a_warning(
+    tmp_path: Path, pod: str, command: list[str], warned: bool
+) -> None:
+    """With restartPolicy OnFailure (or a release without a pod failure policy) rank 0 exits 0
+    when its work failed: validate, render and the component say so, naming the field."""
+    (tmp_path / "mc.yaml").write_text(GOOD.replace("spec:\n", f"spec:\n{pod}", 1))
+    result = minicluster(*command, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    said = "spec.pod.restartPolicy: " in result.stderr or "spec.pod.restartPolicy" in (
+        result.stdout if "json" in command else ""
+    )
+    assert said is warned, (result.stdout, result.stderr)
+    if warned and "json" not in command:
+        assert "failed work leaves a Complete Job" in result.stderr
+    if "json" in command:
+        (mc,) = json.loads(result.stdout)["miniclusters"]
+        assert [w["path"] for w in mc["warnings"]] == ["spec.pod.restartPolicy"]

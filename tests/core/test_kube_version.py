@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from support.kubeversioncases import job_of, rendering_of
 
 from flux_minicluster import kubecheck
@@ -23,7 +24,7 @@ from flux_minicluster.core.base.errors import SpecError
 from flux_minicluster.core.kube import completion, kubeversion
 from flux_minicluster.core.kube.kubeversion import JobField, KubeVersion
 from flux_minicluster.core.planning import plan as plans
-from flux_minicluster.core.reading.loading import load_file
+from flux_minicluster.core.reading.loading import load_file, parse
 from flux_minicluster.core.render import jobfields, readiness
 from flux_minicluster.core.render.manifests import render
 
@@ -138,13 +139,18 @@ def test_with_restart_policy_never_each_rank_gets_the_operators_budget(
     assert spec["backoffLimitPerIndex"] == (backoff or 100)
     assert spec["maxFailedIndexes"] == 0  # a rank lost for good fails the instance
     rules = spec["podFailurePolicy"]["rules"]
-    fail = [r["onExitCodes"] for r in rules if r["action"] == "FailJob"]
-    template = spec["template"]["spec"]
-    assert {r["containerName"] for r in fail} == {
-        template["containers"][0]["name"],
-        template["initContainers"][0]["name"],
+    fail = {
+        r["onExitCodes"]["containerName"]: r["onExitCodes"]
+        for r in rules
+        if r["action"] == "FailJob"
     }
-    assert all(r["values"] == sorted(exitcodes.CONFIGURATION_ERRORS) for r in fail)
+    template = spec["template"]["spec"]
+    flux, init = template["containers"][0]["name"], template["initContainers"][0]["name"]
+    assert set(fail) == {flux, init}
+    configuration = sorted(exitcodes.CONFIGURATION_ERRORS)
+    # rank 0's failed work (its command, `hostname`) fails the Job too, from the Flux container
+    assert fail[flux]["values"] == [*configuration, exitcodes.WORK_FAILED]
+    assert fail[init]["values"] == configuration
     assert rules[-1] == {
         "action": "Ignore",
         "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
@@ -154,9 +160,72 @@ def test_with_restart_policy_never_each_rank_gets_the_operators_budget(
 def test_with_restart_policy_on_failure_the_job_keeps_the_operators_retries(
     build: Callable[..., plans.MiniClusterPlan],
 ) -> None:
-    spec = render(build({"size": 3, "backoffLimit": 7}), None).job["spec"]
+    plan = build({"size": 3, "backoffLimit": 7, "pod": {"restartPolicy": "OnFailure"}})
+    spec = render(plan, None).job["spec"]
     assert spec["backoffLimit"] == 7
     assert not {"backoffLimitPerIndex", "maxFailedIndexes", "podFailurePolicy"} & set(spec)
+
+
+# --- the pods' restartPolicy, and failed work ------------------------------------------------
+
+FIRST_FAILURE_POLICY = kubeversion.JOB_FIELDS[JobField.POD_FAILURE_POLICY].rendered_from
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("requested", [None, "OnFailure", "Never"])
+def test_an_unset_restart_policy_is_never_where_the_release_renders_a_failure_policy(
+    version: str, requested: str | None
+) -> None:
+    """The one decision (``completion.restart_policy``), as the broker pods get it; the services
+    Pod keeps the operator's OnFailure unless the spec says otherwise."""
+    release = kubeversion.parse(version)
+    want = requested or ("Never" if release >= FIRST_FAILURE_POLICY else "OnFailure")
+    assert completion.restart_policy(release, requested) == want
+    pod = {} if requested is None else {"restartPolicy": requested}
+    rendering = rendering_of(EXAMPLES / "services-sidecar.yaml", version, **pod)
+    assert rendering.job["spec"]["template"]["spec"]["restartPolicy"] == want
+    services = [o for o in rendering.objects() if o["kind"] == "Pod"]
+    assert services, "the example has a services Pod"
+    assert {p["spec"]["restartPolicy"] for p in services} == {requested or "OnFailure"}
+
+
+@pytest.mark.parametrize("version", ["1.28", "1.29", "1.34"])
+@pytest.mark.parametrize("restart", [None, "OnFailure", "Never"])
+@pytest.mark.parametrize(
+    ("source", "work"),
+    [
+        ("hello-world.yaml", True),  # submit
+        ("batch.yaml", True),
+        ("lammps.yaml", True),
+        ("interactive.yaml", False),
+        ("bursting-root.yaml", False),  # an interactive root
+        ("bursting-child.yaml", False),  # index 0 of a burst is not the lead
+    ],
+)
+def test_failed_work_fails_the_job_where_a_failure_policy_can_say_so(
+    version: str, restart: str | None, source: str, work: bool
+) -> None:
+    """Rank 0's entrypoint exits WORK_FAILED on failed work exactly where the failure policy
+    fails the Job on it; elsewhere it exits 0, and validate and the component say so."""
+    pod = {} if restart is None else {"restartPolicy": restart}
+    document = yaml.safe_load((EXAMPLES / source).read_text())
+    document["spec"]["pod"] = {**document["spec"].get("pod", {}), **pod}
+    plan = plans.build(parse(document), kubeversion.parse(version))
+    policy = kubeversion.serves(plan.kube_version, JobField.POD_FAILURE_POLICY)
+    never = plan.job.restart_policy == "Never"
+    assert plan.job.work_at_lead is work
+    assert plan.job.work_fails_job is (work and never and policy)
+    rendering = render(plan, None)
+    rules = rendering.job["spec"].get("podFailurePolicy", {}).get("rules", [])
+    codes = {c for r in rules if r["action"] == "FailJob" for c in r["onExitCodes"]["values"]}
+    assert (exitcodes.WORK_FAILED in codes) is plan.job.work_fails_job
+    wait = rendering.entrypoint["data"][f"wait-{plan.flux_index}.sh"]
+    assert (f"exit {exitcodes.WORK_FAILED}\n" in wait) is plan.job.work_fails_job
+    assert (exitcodes.work_message("${work}") in wait) is work
+    advice = [w for w in plan.warnings if w.path == plans.RESTART_POLICY_FIELD]
+    assert bool(advice) is (work and not plan.job.work_fails_job)
+    if advice:
+        assert "failed work leaves a Complete Job" in advice[0].message
 
 
 def test_the_scripts_exit_with_the_codes_the_failure_policy_knows() -> None:

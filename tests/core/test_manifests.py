@@ -240,11 +240,12 @@ def test_indexed_job_shape(rendered: Rendered, by_kind: ByKind) -> None:
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed"
     assert spec["completions"] == spec["parallelism"] == 3
-    assert spec["backoffLimit"] == 4
+    # restartPolicy Never by default (core.kube.completion): the operator's budget is each rank's
+    assert spec["backoffLimitPerIndex"] == 4
     assert spec["activeDeadlineSeconds"] == 600
     assert spec["ttlSecondsAfterFinished"] == 0
     defaults = by_kind(rendered(mini()), "Job")["spec"]
-    assert defaults["backoffLimit"] == 100
+    assert defaults["backoffLimitPerIndex"] == 100
     assert defaults["activeDeadlineSeconds"] == 31_500_000
     assert "ttlSecondsAfterFinished" not in defaults
 
@@ -289,7 +290,7 @@ def test_pod_template_fields(rendered: Rendered, by_kind: ByKind, job_pod: JobPo
     assert pod["overhead"] == {"cpu": 1}
     assert pod["tolerations"] == [{"key": "hpc", "effect": "NoSchedule", "operator": "Exists"}]
     plain = job_pod(rendered(mini()))
-    assert plain["restartPolicy"] == "OnFailure"
+    assert plain["restartPolicy"] == "Never"  # the default where podFailurePolicy is served
     for absent in ("serviceAccountName", "schedulerName", "dnsPolicy", "runtimeClassName"):
         assert absent not in plain
 

@@ -28,7 +28,7 @@ from support.scriptharness import PUBLIC_KEY, SECRET_KEY, Sandbox, signals_as_a_
 
 from flux_minicluster.core.base import layout, templating
 from flux_minicluster.core.base.errors import SpecError
-from flux_minicluster.core.base.exitcodes import SETUP_FAILED
+from flux_minicluster.core.base.exitcodes import SETUP_FAILED, WORK_FAILED
 from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render.scripts import (
@@ -550,13 +550,14 @@ def test_batch_mode_writes_and_runs_the_batch_script(tmp_path: Path, sandbox: Ma
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", run_program=True)
     assert result.returncode == 0, result.stderr
     # tasks defaults to 1, fewer than the 2 nodes: -n alone.
-    inner = "flux batch -n 1 --flags waitable ./flux-job.batch && flux job wait --all"
+    inner = 'id=$(flux batch -n 1 ./flux-job.batch) && echo "${id}" && flux job status "${id}"'
     calls = box.flux_calls()
     assert [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s", level=0),
             "sh", "-c", inner] in calls  # fmt: skip
-    # The initial program ran: flux batch, then flux job wait.
-    assert ["batch", "-n", "1", "--flags", "waitable", "./flux-job.batch"] in calls
-    assert ["job", "wait", "--all"] in calls
+    # The initial program ran: flux batch, then flux job status of the job it printed.
+    assert ["batch", "-n", "1", "./flux-job.batch"] in calls
+    assert ["job", "status", "f2bVLP4sTrS"] in calls
+    assert box.termination_message() == "the work exited with 0\n"
     out = tmp_path / "tmp/fluxout"
     submit = "flux submit --flags waitable"
     assert (box.work / "flux-job.batch").read_text() == (
@@ -566,6 +567,7 @@ def test_batch_mode_writes_and_runs_the_batch_script(tmp_path: Path, sandbox: Ma
         f"{submit} --error={out}/job-2.err --output={out}/job-2.out echo 'quoted $HOME'\n"
         "flux queue idle\n"
         "flux jobs -a\n"
+        "flux job status $(flux jobs -a --no-header --format={id})\n"
     )
     # quiet: the pre command is silenced, post is not (it shows the results).
     assert "pre" not in result.stdout
@@ -628,13 +630,81 @@ def test_complete_workers_makes_one_attempt(tmp_path: Path, sandbox: MakeSandbox
     assert box.sleeps() == []
 
 
-def test_strict_mode_reports_the_failure(tmp_path: Path, sandbox: MakeSandbox) -> None:
-    spec = {"size": 2, "logging": {"strict": True}, "containers": [app(command="false")]}
-    box = sandbox(spec)
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+@pytest.mark.parametrize(
+    ("restart", "version", "status"),
+    [
+        (None, "1.34", WORK_FAILED),  # Never by default: the failure policy fails the Job on it
+        ("Never", "1.29", WORK_FAILED),
+        ("OnFailure", "1.34", 0),  # the kubelet would run the work again in place
+        (None, "1.28", 0),  # OnFailure by default: no failure policy before 1.29
+        ("Never", "1.28", 0),  # a new pod would run the work again
+    ],
+    ids=["default", "never-1.29", "on-failure", "default-1.28", "never-1.28"],
+)
+def test_failed_work_exits_with_the_code_the_failure_policy_knows(
+    strict: bool,
+    restart: str | None,
+    version: str,
+    status: int,
+    tmp_path: Path,
+    build: Build,
+) -> None:
+    """Rank 0's work exits 5 (``flux start`` returns its initial program's code): whatever
+    logging.strict says, the entrypoint exits WORK_FAILED where the Job fails on it, else 0 so
+    that the work is not run again; the termination message keeps the 5 either way."""
+    spec: dict[str, Any] = {"size": 2, "logging": {"strict": strict}}
+    spec["containers"] = [app(command="false")]
+    if restart:
+        spec["pod"] = {"restartPolicy": restart}
+    box = Sandbox(tmp_path, build(spec, kube_version=version)).prepared()
     result = box.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=5)
-    assert result.returncode == 5
-    relaxed = sandbox({"size": 2, "containers": [app(command="false")]}, where="relaxed")
-    assert relaxed.run("wait-0.sh", hostname=f"{NAME}-0", exit_rc=5).returncode == 0
+    assert result.returncode == status, result.stderr
+    assert box.termination_message() == "the work exited with 5\n"
+    assert "flux-minicluster: the work exited with 5" in result.stderr
+    worker = Sandbox(tmp_path / "worker", box.mc).prepared()
+    assert worker.run("wait-0.sh", hostname=f"{NAME}-1").returncode == 0
+    assert worker.termination_message() is None  # a worker runs no work
+
+
+@pytest.mark.parametrize("code", [0, 3])
+@pytest.mark.parametrize(
+    "flux",
+    [
+        app(command="exit-with"),  # submit: `flux submit --watch` exits with the job's code
+        app(command="sh -c 'exit \"${WORK_CODE}\"'", launcher=True),
+        app(command="echo one\necho two", batch=True),  # `flux job status` of the batch job
+        app(command="#!/bin/bash\nflux run -N 2 hostname", batch=True, batchRaw=True),
+    ],
+    ids=["submit", "launcher", "batch", "batch-raw"],
+)
+def test_every_mode_whose_initial_program_is_the_work_tells_its_code(
+    flux: dict[str, Any], code: int, sandbox: MakeSandbox
+) -> None:
+    """The initial program's code is the work's, as flux start returns it, in every mode that
+    has one: the entrypoint exits WORK_FAILED on failed work and writes the code down."""
+    box = sandbox({"size": 2, "containers": [flux]})
+    fake = box.bin / "exit-with"  # what `flux submit --watch` returns, in the submit mode
+    fake.write_text('#!/bin/bash\nexit "${WORK_CODE}"\n')
+    fake.chmod(0o755)
+    result = box.run(
+        "wait-0.sh",
+        hostname=f"{NAME}-0",
+        run_program=True,
+        job_status=code,
+        env={"WORK_CODE": str(code), "FAKE_FLUX_SUBMIT_RUNS": "1"},
+    )
+    assert result.returncode == (WORK_FAILED if code else 0), result.stderr
+    assert box.termination_message() == f"the work exited with {code}\n"
+
+
+@pytest.mark.parametrize("case", ["interactive", "persistent", "burst-child"])
+def test_no_work_no_termination_message(case: str, sandbox: MakeSandbox) -> None:
+    name, spec = SPECS[case]
+    box = sandbox(spec, name=name)
+    result = box.run("wait-0.sh", hostname=f"{name}-0")
+    assert box.termination_message() is None, result.stderr
+    assert "the work exited" not in box.data["wait-0.sh"]
 
 
 def test_bursted_child_has_no_rank0(tmp_path: Path, sandbox: MakeSandbox) -> None:
@@ -1306,13 +1376,14 @@ def test_v1alpha1_corpus_snakemake_pre_runs_under_strict_mode(tmp_path: Path, bu
     assert broker[-6:] == ["snakemake", "--cores", "1", "--flux", "--jobs", "1"]
 
 
+@pytest.mark.parametrize("work", [False, True], ids=["interactive", "work"])
 @pytest.mark.parametrize(
     ("index", "pre"),
     [(0, None), (1, None), (0, "trap '' TERM")],
     ids=["rank0", "worker", "a-user-command-ignores-SIGTERM"],
 )
 def test_sigterm_to_the_entrypoint_reaches_the_broker_and_waits_for_its_shutdown(
-    index: int, pre: str | None, sandbox: MakeSandbox
+    index: int, pre: str | None, work: bool, sandbox: MakeSandbox
 ) -> None:
     """Kubernetes stops a container with SIGTERM to its entrypoint (PID 1, which a shell without
     a handler ignores) and SIGKILL after the grace period: the entrypoint passes the signal to
@@ -1320,7 +1391,8 @@ def test_sigterm_to_the_entrypoint_reaches_the_broker_and_waits_for_its_shutdown
     (128 + SIGTERM) even when the script went on to its end (a user command that ignores
     SIGTERM): a stopped pod is never finished work, which would end its rank for the Job."""
     commands = {"pre": pre} if pre else {}
-    box = sandbox({"size": 2, "interactive": True, "containers": [app(commands=commands)]})
+    flux = app(commands=commands, command="hostname")
+    box = sandbox({"size": 2, "interactive": not work, "containers": [flux]})
     proc = box.start("wait-0.sh", hostname=f"{NAME}-{index}", join="never")
     try:
         deadline = time.monotonic() + 30
@@ -1337,6 +1409,8 @@ def test_sigterm_to_the_entrypoint_reaches_the_broker_and_waits_for_its_shutdown
     assert box.broker_signals() == ["SIGTERM"]
     with pytest.raises(ProcessLookupError):
         os.kill(box.broker_pid(), 0)
+    # a stopped rank 0 never says its work failed, even when a user command kept the script going
+    assert box.termination_message() == ("stopped by signal 15\n" if work else None)
 
 
 def test_without_a_signal_the_entrypoint_exits_as_its_script_did(sandbox: MakeSandbox) -> None:
@@ -1353,7 +1427,9 @@ def test_without_a_signal_the_entrypoint_exits_as_its_script_did(sandbox: MakeSa
         if daemon.exists():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(daemon.read_text()), 9)
-    assert result.returncode == 3, result.stderr
+    # rank 0's work exited 3: the failure policy's code, whatever logging.strict says
+    assert result.returncode == WORK_FAILED, result.stderr
+    assert box.termination_message() == "the work exited with 3\n"
     assert daemon.exists()
     assert time.monotonic() - began < 30
 

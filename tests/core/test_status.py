@@ -11,6 +11,7 @@ from typing import Any, get_args
 
 import pytest
 
+from flux_minicluster.core.base import exitcodes
 from flux_minicluster.core.deployed import status
 from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
 
@@ -47,12 +48,14 @@ def job(
 
 
 def pod(index: int, exit_code: int | None, *, created: str = "2026-11-24T23:00:00Z",
-        restarted: bool = False, owner: str = UID) -> dict[str, Any]:  # fmt: skip
+        restarted: bool = False, owner: str = UID,
+        message: str | None = None) -> dict[str, Any]:  # fmt: skip
     terminated = (
         None
         if exit_code is None
-        else {"terminated": {"exitCode": exit_code, "reason": "Completed"}}
-    )
+        else {"terminated": {"exitCode": exit_code, "reason": "Completed",
+                             **({"message": message} if message else {})}}
+    )  # fmt: skip
     container: dict[str, Any] = {"name": NAME, "ready": False, "restartCount": int(restarted)}
     if restarted:
         container["state"] = {"running": {"startedAt": created}}
@@ -251,3 +254,66 @@ def test_pods_an_earlier_job_of_the_same_name_left_are_not_read() -> None:
     done = job(conditions=[cond("Complete")])
     old = pod(0, 1, created="2026-11-24T23:09:00Z", owner="an-earlier-job")
     assert status.interpret(NAME, "ns", done, [pod(0, 0), old], []).exit_code == 0
+
+
+WORK_3 = exitcodes.work_message(3) + "\n"
+FAILED_ON_WORK = FAILED_ON_78.replace("exit code 78", f"exit code {exitcodes.WORK_FAILED}")
+
+
+@pytest.mark.parametrize(
+    ("conditions", "rank0", "want"),
+    [
+        # restartPolicy Never: the failure policy failed the Job on WORK_FAILED
+        ([cond("Failed", reason="PodFailurePolicy", message=FAILED_ON_WORK)],
+         pod(0, exitcodes.WORK_FAILED, message=WORK_3),
+         ("failed", exitcodes.WORK_FAILED, 3, "PodFailurePolicy: ")),
+        # restartPolicy OnFailure: rank 0 exited 0, the Job is Complete, the work failed anyway
+        ([cond("Complete", reason="CompletionsReached")], pod(0, 0, message=WORK_3),
+         ("failed", 0, 3, "WorkFailed: the work exited with 3 (the Job is Complete")),
+        ([cond("SuccessCriteriaMet", reason="SuccessPolicy")], pod(0, 0, message=WORK_3),
+         ("failed", 0, 3, "WorkFailed: ")),
+        # work that succeeded says so
+        ([cond("Complete")], pod(0, 0, message=exitcodes.work_message(0)),
+         ("succeeded", 0, 0, None)),
+        # a stopped rank 0 says no work code
+        ([cond("Failed", reason="DeadlineExceeded")], pod(0, 143, message="stopped by signal 15"),
+         ("failed", 143, None, "DeadlineExceeded")),
+    ],
+    ids=["never", "on-failure-complete", "on-failure-success-criteria", "succeeded", "stopped"],
+)  # fmt: skip
+def test_failed_work_is_a_failed_minicluster_whatever_the_job_says(
+    conditions: list[dict[str, Any]], rank0: dict[str, Any], want: tuple[Any, ...]
+) -> None:
+    """Rank 0's termination message tells the work's own code; failed work is a failed
+    MiniCluster even where its Job completed (restartPolicy OnFailure)."""
+    phase, exit_code, work_code, reason = want
+    found = status.interpret(NAME, "ns", job(conditions=conditions), [rank0, pod(1, 0)], [])
+    assert (found.phase, found.exit_code, found.work_exit_code) == (phase, exit_code, work_code)
+    assert found.work_failed is bool(work_code)
+    assert found.failed is (phase == "failed")
+    assert found.succeeded is (phase == "succeeded")
+    assert (found.reason or "").startswith(reason or ""), found.reason
+    if work_code is not None:
+        assert f"the work exited {work_code}" in "\n".join(found.lines())
+
+
+def test_the_job_alone_knows_failed_work_but_not_its_code() -> None:
+    """The component's output (no pods): the failure policy's message names WORK_FAILED."""
+    failed = job(conditions=[cond("Failed", reason="PodFailurePolicy", message=FAILED_ON_WORK)])
+    found = status.interpret(NAME, "ns", failed)
+    assert (found.phase, found.exit_code, found.work_exit_code) == (
+        "failed",
+        exitcodes.WORK_FAILED,
+        None,
+    )
+    assert found.work_failed
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [(exitcodes.work_message(0), 0), (WORK_3, 3), ("stopped by signal 15\n", None), (None, None)],
+)
+def test_the_termination_message_is_read_as_the_entrypoint_writes_it(
+    message: str | None, code: int | None
+) -> None:
+    assert exitcodes.work_code(message) == code

@@ -625,6 +625,8 @@ def test_outputs_resolve(run_pulumi: Run) -> None:
             "reason": None,
             "exit_code": None,
             "admission": None,
+            "work_exit_code": None,
+            "work_failed": False,
         },
     }
     assert isinstance(values["size"], int)

@@ -8,7 +8,8 @@ kube-router and the securityContext by the kubelet and runc.
 - the Flux Operator's own e2e specs that need no special image (../shared/compat/
   flux-operator-tests): the Job completes, `wait: complete` returns with it, and rank 0's log
   equals the spec's test.out.correct where there is one;
-- examples/restricted.yaml in a namespace enforcing Pod Security `restricted`;
+- examples/restricted.yaml in a namespace enforcing Pod Security `restricted` (and rank 0, uid
+  1000, writes its termination message);
 - a worker pod deleted mid-run: the Job controller replaces it and its broker rejoins rank 0;
 - NetworkPolicy: the mesh lets the brokers talk; a pod of another MiniCluster of the namespace
   cannot reach them.
@@ -29,6 +30,8 @@ from fluxnodes import UP_BROKERS, FluxPlane, deploy, wait_job_complete
 from kube import condition, job, wait_until
 from stackrun import Engine
 
+from flux_minicluster.core.base import exitcodes
+from flux_minicluster.core.deployed import status as live_status
 from flux_minicluster.core.flux import certificate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -179,7 +182,14 @@ def test_restricted_example_runs_under_pod_security_restricted(
     # the securityContext was enforced: no capability left in the main container
     pod = flux_plane.rank_pod(namespace, job_name)
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
-    e2e_report(f"restricted: {len(ids)} tasks ran as {ids[0]}")
+    # the kubelet's termination log is writable by the pod's user (uid 1000, no capability,
+    # read-only paths aside): rank 0 says how its work ended there
+    ended = live_status.rank0_termination(job_name, [pod]) or {}
+    assert ended.get("message") == exitcodes.work_message(0) + "\n", ended
+    e2e_report(
+        f"restricted: {len(ids)} tasks ran as {ids[0]}; rank 0's termination message "
+        f"{ended.get('message', '').strip()!r}"
+    )
 
 
 def connects(

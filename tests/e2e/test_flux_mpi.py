@@ -13,8 +13,10 @@ starves itself (../shared/reference/mpi/README.md: 545 s against 16 s for LAMMPS
 
 - OSU latency and bandwidth between two pods (one rank per pod, `flux run -N2 -n2`);
 - an allreduce over every pod (4 pods, one rank each), the user's command as Flux submits it;
-- a failing MPI job (a rank calls MPI_Abort): what the Job ends as, with and without
-  ``logging.strict``.
+- a failing MPI job (a rank calls MPI_Abort, or exits 5): a Failed Job at once (its failure
+  policy on rank 0's WORK_FAILED), with and without ``logging.strict``, the work run once and its
+  own code in rank 0's termination message; under restartPolicy OnFailure a Complete Job whose
+  termination message and `minicluster status` say the work failed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ import pytest
 from fluxnodes import FluxPlane, deploy, minicluster
 from kube import condition, job, wait_until
 from stackrun import Engine
+
+from flux_minicluster.core.base import exitcodes
+from flux_minicluster.core.deployed import status as live_status
 
 MPI_IMAGE = "localhost/flux-mpi:bookworm"  # pyproject's flux-mpi-tags
 UNSTACKED = "-o cpu-affinity=off"
@@ -197,25 +202,21 @@ def pod_outcomes(plane: FluxPlane, namespace: str, name: str) -> list[str]:
     return sorted(out)
 
 
-GAP_DEFAULT = (
-    "issue 39: without logging.strict (the operator's default) a failed MPI job leaves every pod "
-    "exiting 0 and the Job Complete"
-)
-GAP_STRICT = (
-    "issue 39: with logging.strict rank 0 exits with the job's status (143), the kubelet restarts "
-    "it in place (restartPolicy OnFailure, backoffLimit 100), and the new rank 0 waits for a "
-    "worker whose pod already Succeeded: the Job fails only at its deadline"
-)
+def rank0_ending(plane: FluxPlane, namespace: str, name: str) -> dict[str, Any] | None:
+    """How rank 0's Flux container last ended (exitCode, message), as the kubelet tells it."""
+    terminated = live_status.rank0_termination(name, plane.pods(namespace, name))
+    return dict(terminated) if terminated is not None else None
 
 
 @pytest.mark.parametrize(
-    ("mode", "strict"),
+    ("mode", "strict", "restart"),
     [
-        pytest.param("abort", False, marks=pytest.mark.xfail(strict=True, reason=GAP_DEFAULT)),
-        pytest.param("abort", True, marks=pytest.mark.xfail(strict=True, reason=GAP_STRICT)),
-        pytest.param("exit", False, marks=pytest.mark.xfail(strict=True, reason=GAP_DEFAULT)),
+        ("abort", False, None),
+        ("abort", True, None),
+        ("exit", False, None),
+        ("exit", True, "OnFailure"),
     ],
-    ids=["abort-default", "abort-strict", "exit-default"],
+    ids=["abort-default", "abort-strict", "exit-default", "exit-strict-on-failure"],
 )
 def test_a_failing_mpi_job_fails_the_job(
     mpi_plane: FluxPlane,
@@ -223,54 +224,90 @@ def test_a_failing_mpi_job_fails_the_job(
     flux_project: Path,
     mode: str,
     strict: bool,
+    restart: str | None,
     e2e_report: Callable[[str], None],
 ) -> None:
     """Rank 1 of two fails: ``abort``, it calls MPI_Abort(MPI_COMM_WORLD, 3) (Open MPI's flux
     component raises a job exception through Flux's PMI and Flux kills the other rank);
     ``exit``, it exits 5 after MPI_Finalize. `flux submit --watch` at rank 0 returns nonzero.
-    The right outcome is a Failed Job, promptly and whatever logging.strict says (not the
-    Job's deadline, here 120 s); `pulumi up` only creates it (`wait: none`) and the scenario
-    reports what the Job controller made of the pods. Today's outcomes are the xfail reasons."""
+
+    With the default restartPolicy (Never, on the 1.36 control plane) rank 0's entrypoint exits
+    WORK_FAILED whatever logging.strict says, and the Job's failure policy fails it at once
+    (reason PodFailurePolicy, not its deadline, here 120 s), with no second run of the work and
+    the work's own code in rank 0's termination message. With restartPolicy OnFailure (the
+    user's choice) rank 0 exits 0 so that the work is not run again: the Job completes, and the
+    termination message and `minicluster status` tell that the work failed. `pulumi up` only
+    creates the Job (`wait: none`)."""
     name, deadline = "fail", 120
     namespace = f"mpi-{mode}-{'strict' if strict else 'default'}"
+    if restart:
+        namespace += f"-{restart.lower()}"
     spec = mpi_spec(
         name,
         2,
         {"command": f"mpi_check {mode} 1"},
         logging={"quiet": True, "strict": strict},
         deadlineSeconds=deadline,
+        **({"pod": {"restartPolicy": restart}} if restart else {}),
     )
     stack = deploy(
         module_engine, flux_project, mpi_plane, namespace, namespace, spec, "none", image=MPI_IMAGE
     )
-    seen: dict[str, Any] = {}
+    seen: dict[str, Any] = {"rank0": set()}
 
     def ended() -> Any:
         # what the pods show, kept while they exist: a Job that fails deletes its running pods
         pods = pod_outcomes(mpi_plane, namespace, name)
         rank0 = mpi_plane.rank_pod(namespace, name)
         if pods and rank0 is not None:
+            seen["rank0"].add(rank0["metadata"]["name"])
             log = mpi_plane.container_log(namespace, rank0["metadata"]["name"], name)
             seen["pods"] = pods
             if "hello from rank" in log or "log" not in seen:  # not a log the kubelet lost
                 seen["log"] = log
+            ending = rank0_ending(mpi_plane, namespace, name)
+            if ending is not None:
+                seen["ending"] = ending
         return job_outcome(mpi_plane, namespace, name)
 
     t0 = time.monotonic()
     stack.up()
     live = wait_until(f"Job {namespace}/{name} Complete or Failed", ended, timeout=deadline + 60)
     seconds = time.monotonic() - t0
+    ended()  # rank 0's last word, once the Job has decided
     conditions = [
         f"{c['type']}={c['status']}({c.get('reason', '')})"
         for c in live["status"].get("conditions", [])
     ]
-    pods, log = seen.get("pods", []), seen.get("log", "")
+    pods, log, ending = seen.get("pods", []), seen.get("log", ""), seen.get("ending") or {}
+    found = live_status.interpret(name, namespace, live, mpi_plane.pods(namespace, name), [])
     e2e_report(
-        f"rank 1 {mode}, logging.strict {str(strict).lower()}: Job {' '.join(conditions)} "
-        f"{seconds:.1f}s after up began; pods: {'; '.join(pods)}; rank 0's log ends: "
+        f"rank 1 {mode}, logging.strict {str(strict).lower()}, restartPolicy "
+        f"{restart or 'unset (Never)'}: Job {' '.join(conditions)} {seconds:.1f}s after up "
+        f"began; rank 0 exited {ending.get('exitCode')} with message "
+        f"{(ending.get('message') or '').strip()!r}; minicluster status: {found.phase}, the work "
+        f"exited {found.work_exit_code}; pods: {'; '.join(pods)}; rank 0's log ends: "
         f"{' | '.join(log.strip().splitlines()[-2:])}"
     )
     assert len(hello_hosts(log)) == 2, f"the MPI job did not start:\n{log}"
+    # the work ran once: one rank 0 pod, never restarted, one hello from each rank
+    assert len(seen["rank0"]) == 1, f"rank 0 ran again: {sorted(seen['rank0'])}; pods {pods}"
+    assert log.count("hello from rank 0 ") == 1, log
+    assert all(" restarts 0 " in line for line in pods), pods
+    code = exitcodes.work_code(ending.get("message"))
+    assert code is not None, f"rank 0's termination message: {ending}"
+    assert code != 0, ending
+    if mode == "exit":
+        assert code == 5, ending  # rank 1's own code, through flux submit --watch
+    assert (found.phase, found.work_failed, found.work_exit_code) == ("failed", True, code)
     reasons = [c.get("reason") for c in live["status"].get("conditions", [])]
+    if restart == "OnFailure":
+        assert condition(live, "Complete") == "True", f"the Job {conditions}; pods {pods}"
+        assert ending.get("exitCode") == 0, ending
+        assert (found.reason or "").startswith("WorkFailed: "), found.reason
+        return
     assert condition(live, "Failed") == "True", f"the Job {conditions}; pods {pods}"
+    assert "PodFailurePolicy" in reasons, f"not failed by its failure policy: {conditions}"
     assert "DeadlineExceeded" not in reasons, f"failed only at its deadline; pods {pods}"
+    assert ending.get("exitCode") == exitcodes.WORK_FAILED, ending
+    assert found.exit_code == exitcodes.WORK_FAILED

@@ -46,7 +46,7 @@ from pulumi_policy.proxy import (  # noqa: E402
     unknown_checking_proxy,
 )
 
-from flux_minicluster.core.base import layout  # noqa: E402
+from flux_minicluster.core.base import exitcodes, layout  # noqa: E402
 from flux_minicluster.core.base.errors import SpecError  # noqa: E402
 from flux_minicluster.core.deployed import stackoutputs as so  # noqa: E402
 from flux_minicluster.core.kube import labels as lbl  # noqa: E402
@@ -182,6 +182,18 @@ def job(
         notes[lbl.ARCHIVE_ANNOTATION] = f"/data/flux-archives/{name}.tgz"
     else:
         notes[lbl.WAIT_FOR_ANNOTATION] = f"jsonpath={{.status.ready}}={max_size}"
+    # as the renderer makes it for 1.29 and newer: failed work (rank 0's code) fails the Job too
+    work = lifecycle == "ephemeral" and role != "burst"
+    codes = [*exitcodes.CONFIGURATION_ERRORS, *([exitcodes.WORK_FAILED] if work else [])]
+    failure_policy = {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": name, "operator": "In", "values": codes},
+            },
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        ]
+    }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -192,11 +204,12 @@ def job(
             "parallelism": max_size,
             "backoffLimit": 100,
             "activeDeadlineSeconds": 31_500_000,
+            "podFailurePolicy": failure_policy,
             "template": {
                 "metadata": {"labels": {lbl.NAME_LABEL: name, lbl.CLUSTER_LABEL: name}},
                 "spec": {
                     "subdomain": name,
-                    "restartPolicy": "OnFailure",
+                    "restartPolicy": "Never",
                     "initContainers": [
                         {
                             "name": "flux-view",
@@ -385,6 +398,19 @@ QUEUED = changed(
 FAILURE_POLICY = {
     "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
 }
+
+
+def on_failure(objs: list[Manifest]) -> list[Manifest]:
+    """``objs`` as rendered with restartPolicy OnFailure (or for a release before 1.29): no
+    failure policy, the Job-wide budget."""
+    return changed(
+        changed(objs, 3, _set(["spec", "podFailurePolicy"], _DELETE)),
+        3,
+        _set(["spec", "template", "spec", "restartPolicy"], "OnFailure"),
+    )
+
+
+ON_FAILURE = on_failure(GOOD)
 CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
     (
         "queued-job-suspended",
@@ -517,12 +543,39 @@ CASES: list[tuple[str, str, list[Manifest], list[Manifest]]] = [
     (
         "failure-policy-needs-never",
         "podFailurePolicy with restartPolicy OnFailure",
+        changed(GOOD, 3, _set(["spec", "podFailurePolicy"], FAILURE_POLICY)),
         changed(
             changed(GOOD, 3, _set(["spec", "podFailurePolicy"], FAILURE_POLICY)),
             3,
-            _set(["spec", "template", "spec", "restartPolicy"], "Never"),
+            _set(["spec", "template", "spec", "restartPolicy"], "OnFailure"),
         ),
-        changed(GOOD, 3, _set(["spec", "podFailurePolicy"], FAILURE_POLICY)),
+    ),
+    (
+        "failed-work-fails-job",
+        "restartPolicy OnFailure, no failure policy",
+        GOOD,
+        ON_FAILURE,
+    ),
+    (
+        "failed-work-fails-job",
+        "a failure policy without the failed work's code",
+        GOOD,
+        changed(
+            GOOD,
+            3,
+            lambda m: m["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"].update(
+                {"values": list(exitcodes.CONFIGURATION_ERRORS)}
+            ),
+        ),
+    ),
+    (
+        "failed-work-fails-job",
+        "persistent or a burst: rank 0 runs no work (good), OnFailure (bad)",
+        [
+            *on_failure(minicluster(lifecycle="persistent")),
+            *on_failure(minicluster(role="burst")),
+        ],
+        ON_FAILURE,
     ),
     (
         "job-bounds",

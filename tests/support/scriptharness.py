@@ -5,8 +5,10 @@ rewrites the absolute roots a pod provides (``/flux_operator``, ``/mnt/flux``, `
 ``/opt/software``, ``/opt/view``, ``/tmp/``, ...) in the rendered text to directories under a
 sandbox, and puts fakes first on PATH:
 
-* ``flux`` records its argv (one JSON list per line) and, for ``flux start``/``flux broker``,
-  fails a chosen number of times before it succeeds; with ``run_program`` it then runs the
+* ``flux`` records its argv (one JSON list per line); ``flux batch`` prints a job id and ``flux
+  job status`` exits with ``job_status``; ``flux submit --watch CMD`` runs CMD and exits with its
+  code when ``FAKE_FLUX_SUBMIT_RUNS`` is set; ``flux start``/``flux broker`` fails a chosen number
+  of times before it succeeds, and with ``run_program`` it then runs the
   initial program it was given, as a real rank 0 would. Like a real broker it *joins*: at once
   by default, after ``join`` seconds, or never (``join="never"``: it blocks until a signal, as a
   worker whose parent refuses its CURVE handshake does). Until it has joined, ``flux module
@@ -81,6 +83,13 @@ if args[:2] == ["module", "list"]:
         sys.exit(f"flux-module: list: {{offline}}")
     print("Module                   Idle  S Sendq Recvq Service")
     sys.exit(0)
+if args[:1] == ["batch"]:
+    print("f2bVLP4sTrS")  # a job id, as flux batch prints it
+    sys.exit(0)
+if args[:1] == ["submit"] and "--watch" in args and os.environ.get("FAKE_FLUX_SUBMIT_RUNS"):
+    sys.exit(subprocess.run(args[args.index("--watch") + 1 :]).returncode)
+if args[:2] == ["job", "status"]:
+    sys.exit(int(os.environ.get("FAKE_FLUX_JOB_STATUS", "0")))
 if args[:2] == ["getattr", "tbon.parent-endpoint"]:
     endpoint = os.environ.get("FAKE_FLUX_PARENT_ENDPOINT")
     if not endpoint:
@@ -233,6 +242,7 @@ SECRET_KEY = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
 # /opt/view; the application containers see their own /opt/software emptyDir.
 _COMMON_ROOTS = (
     layout.ENTRYPOINT_DIR,
+    layout.TERMINATION_LOG,
     layout.CURVE_DIR,
     layout.HOME_DIR,
     "/mnt/flux",
@@ -299,7 +309,7 @@ class Sandbox:
         self.python_stdin_log = self.root / "python-stdin.log"
         self.users_file = self.root / "passwd"
         self.data = entrypoint_data(self.mc)
-        for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software"):
+        for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software", "dev"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         _write_executable(self.root / "usr/bin/time", FAKE_TIME)
         # The entrypoint ConfigMap.
@@ -446,6 +456,7 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         text: str | None = None,
         existing_users: tuple[str, ...] = (),
+        job_status: int = 0,
     ) -> subprocess.Popen[str]:
         """Start one entrypoint key (or ``text``) with bash, as its container would, and return
         at once (``run`` waits for it; a test may signal it, as the kubelet would).
@@ -486,6 +497,7 @@ class Sandbox:
             "FAKE_PYTHON_STDIN_LOG": str(self.python_stdin_log),
             "FAKE_USERS": str(self.users_file),
             "FAKE_EXISTING_USERS": ",".join(existing_users),
+            "FAKE_FLUX_JOB_STATUS": str(job_status),
             **({"FAKE_FLUX_RUN_PROGRAM": "1"} if run_program else {}),
             **({"FAKE_FLUX_PARENT_ENDPOINT": parent_endpoint} if parent_endpoint else {}),
             **({"FAKE_SLEEP_REAL": str(sleep_real)} if sleep_real is not None else {}),
@@ -509,6 +521,11 @@ class Sandbox:
     def broker_calls(self) -> list[list[str]]:
         """The `flux start` and `flux broker` invocations, in order."""
         return [c for c in self.flux_calls() if c and c[0] in ("start", "broker")]
+
+    def termination_message(self) -> str | None:
+        """What the container wrote to its termination log (None: nothing)."""
+        log = self.path(layout.TERMINATION_LOG)
+        return log.read_text() if log.exists() else None
 
     def uri_calls(self) -> list[list[str]]:
         """``[FLUX_URI, *argv]`` of every flux call made with FLUX_URI set, in order."""

@@ -64,8 +64,8 @@ def _validate(args: argparse.Namespace) -> int:
         path = source_name(given)  # as the problems name it: <stdin> for -
         try:
             for mc in load_file(given, name=args.name, default_namespace=args.namespace):
-                warn(path, mc)
                 built = plan.build(mc)
+                warn(path, built)
                 try:  # refuses an object the API server would find too large
                     render(built)
                 except SpecError as err:
@@ -94,8 +94,7 @@ def _validated(path: str, mc: Any) -> dict[str, Any]:
         "containers": len(mc.spec.containers),
         "summary": mc.summary(),
         "warnings": [
-            {"path": w.path, "message": w.message}
-            for w in bounded(mc.definition.warnings, "warnings")
+            {"path": w.path, "message": w.message} for w in bounded(mc.warnings, "warnings")
         ],
     }
 

@@ -1,8 +1,9 @@
 """What every command says of its input: a MiniCluster's warnings on stderr, and the problems
 of a refused input as ``-o json`` lists them (one shape for validate, check and status).
 
-A v1alpha1 document's unknown fields (the operator's API server dropped them silently) and fields
-that do nothing without the operator are warnings, not errors. ``validate``, ``render`` and
+A v1alpha1 document's unknown fields (the operator's API server dropped them silently), fields
+that do nothing without the operator, and a plan whose failed work would leave a Complete Job
+(``restartPolicy: OnFailure``) are warnings, not errors. ``validate``, ``render`` and
 ``check`` print them here, one line each, as the Pulumi component logs them on ``pulumi up``.
 """
 
@@ -11,13 +12,14 @@ from __future__ import annotations
 import sys
 
 from flux_minicluster.core.base.errors import SpecError, bounded
+from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.spec.definition import MiniClusterDefinition
 
 
-def warn(source: str, definition: MiniClusterDefinition) -> None:
-    """``SOURCE: warning: field.path: message`` on stderr for each warning of ``definition``
-    (the first ``MAX_REPORTED``, then how many more)."""
-    for problem in bounded(definition.warnings, "warnings"):
+def warn(source: str, mc: MiniClusterDefinition | MiniClusterPlan) -> None:
+    """``SOURCE: warning: field.path: message`` on stderr for each warning of ``mc`` (a plan's
+    include its advice; the first ``MAX_REPORTED``, then how many more)."""
+    for problem in bounded(mc.warnings, "warnings"):
         print(f"{source}: warning: {problem}", file=sys.stderr)
 
 

@@ -81,7 +81,7 @@ def render_file(
     certificates = curvecerts.Certificates(curve_cert, keep=True)
     for definition in load_file(path, name=name, default_namespace=namespace):
         mc = plan.build(definition, kube_version)
-        warn(path, definition)
+        warn(path, mc)
         if not with_secret and certificate.choose(curve_cert, mc.spec.flux.curve_cert)[0] is None:
             # The pod template records the certificate's public key, and v1alpha1's passwords,
             # token and munge key derive from it: a certificate made here and thrown away would

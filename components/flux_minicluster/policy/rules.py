@@ -29,11 +29,17 @@ Rule ids and their options (defaults in brackets):
 * ``burst-no-success-policy`` (mandatory): a bursted cluster's Job has no success policy.
 * ``failure-policy-needs-never`` (mandatory): a Job with a podFailurePolicy has restartPolicy
   Never.
+* ``failed-work-fails-job`` (advisory): a MiniCluster whose rank 0 runs the work fails its Job
+  when the work fails (restartPolicy Never and a failure policy rule on the entrypoint's code).
 """
 
 from __future__ import annotations
 
-from flux_minicluster.policy.job_rules import BURST_NO_SUCCESS_POLICY, FAILURE_POLICY_NEEDS_NEVER
+from flux_minicluster.policy.job_rules import (
+    BURST_NO_SUCCESS_POLICY,
+    FAILED_WORK_FAILS_JOB,
+    FAILURE_POLICY_NEEDS_NEVER,
+)
 from flux_minicluster.policy.model import Level, Manifest, Option, Rule, Settings
 from flux_minicluster.policy.queue_rules import QUEUED_JOB_SUSPENDED
 from flux_minicluster.policy.resource_rules import (
@@ -55,6 +61,7 @@ __all__ = [
     "BURST_GROUP_CONSISTENT",
     "BURST_NO_SUCCESS_POLICY",
     "CURVE_CERT_IN_SECRET",
+    "FAILED_WORK_FAILS_JOB",
     "FAILURE_POLICY_NEEDS_NEVER",
     "FLUX_CONTAINER_RESOURCES",
     "HEADLESS_PUBLISHES_NOT_READY",
@@ -89,6 +96,7 @@ ALL_RULES: tuple[Rule, ...] = (
     LEAD_OPEN_TO_ALL,
     BURST_NO_SUCCESS_POLICY,
     FAILURE_POLICY_NEEDS_NEVER,
+    FAILED_WORK_FAILS_JOB,
     QUEUED_JOB_SUSPENDED,
 )
 

@@ -21,6 +21,10 @@ CURVE_FILE: Final = "curve.cert"
 SOFTWARE_DIR: Final = "/opt/software"
 # Fallback $HOME when the image's home is "/".
 HOME_DIR: Final = "/home/flux-operator"
+# The container's termination message (Kubernetes' default terminationMessagePath, which the pods
+# keep): the kubelet mounts a file there writable by any user and shows what a container wrote in
+# it once it ended (status.containerStatuses[].state.terminated.message, `kubectl describe pod`).
+TERMINATION_LOG: Final = "/dev/termination-log"
 
 # v1alpha1 multi-user mode and the RESTful server: the MiniCluster's generated credentials (the
 # RESTful Secret, the users Secret) are mounted read-only here, one file per key, and the munge

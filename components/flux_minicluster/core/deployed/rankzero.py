@@ -100,7 +100,8 @@ if [ -n "${archive}" ]; then
 the instance, for ``status.read_instance``: the JSON ``flux job stats`` prints (job-list's
 counts, one line), then, when there is an archive (``ARCHIVE``, the one the Job names, else
 the spec's; else the one the broker was started with, its ``content.restore`` or
-``content.dump`` attribute, as an operator's broker is; for ``auto``, the ``dump/RESTORE`` link in its state directory),
+``content.dump`` attribute, as an operator's broker is; for ``auto``, the ``dump/RESTORE`` link
+in its state directory),
 ``archive <mtime> <bytes> <path>``, ``- -`` for a file that is not there."""
 
 

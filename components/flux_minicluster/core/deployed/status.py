@@ -12,14 +12,19 @@ the component's ``status`` output alike:
 * **joined**: brokers joined, n of N: the Job's ``status.ready`` (the broker containers' readiness
   probe passes once a broker has joined the instance) against ``spec.parallelism``;
 * **running**: pods are active and the Job is neither suspended nor finished;
-* **finished**: the Job's ``Complete`` or ``Failed`` condition (with its reason), and the exit
-  code of rank 0's Flux container (the container named after the MiniCluster in the pod of
-  completion index 0), which is the user's command's exit code.
+* **finished**: the Job's ``Complete`` or ``Failed`` condition (with its reason), the exit code
+  of rank 0's Flux container (the container named after the MiniCluster in the pod of
+  completion index 0) and the work's own exit code, which that container's termination message
+  tells (``exitcodes.work_message``: the entrypoint writes it once rank 0's work has ended). Work
+  that failed is a failed MiniCluster even where its Job completed: under ``restartPolicy:
+  OnFailure`` rank 0 exits 0 when its work failed, as the operator's does, so that the work is
+  not run again (``core.kube.completion``).
 
 The component's ``status`` output reads the Job alone (a Pulumi program cannot list pods or
 Workloads): admission is then what the Job shows (a queued Job stays suspended until Kueue
 admits it), and rank 0's exit code is known when the Job failed on it through its pod failure
-policy (the Job controller's ``Failed`` message names the pod and the exit code).
+policy (the Job controller's ``Failed`` message names the pod and the exit code): failed work
+(``exitcodes.WORK_FAILED``) is then known to have failed, its own code is not.
 
 Once the instance is up (rank 0's pod Running and Ready), ``minicluster status`` also reads the
 instance itself, through the API server's exec with the user's own credentials
@@ -46,6 +51,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from flux_minicluster.core.base import exitcodes
 from flux_minicluster.core.deployed import rankzero
 from flux_minicluster.core.deployed.rankzero import owned_pods
 from flux_minicluster.core.kube.queueing import QUEUE_NAME_LABEL
@@ -61,6 +67,7 @@ __all__ = [
     "interpret",
     "owned_pods",
     "rank0_exit_code",
+    "rank0_termination",
     "read_instance",
     "workload_of",
 ]
@@ -130,11 +137,18 @@ class MiniClusterStatus:
     succeeded: bool
     failed: bool
     reason: str | None
-    """The Job's ``Failed`` (or ``Complete``) condition: reason and message."""
+    """The Job's ``Failed`` (or ``Complete``) condition: reason and message; for failed work
+    under a Complete Job, what the work exited with first."""
     exit_code: int | None
     """Rank 0's Flux container's exit code, once it exited."""
     admission: Admission | None
     """None when the MiniCluster is not queued."""
+    work_exit_code: int | None = None
+    """The work's own exit code, as rank 0's termination message tells it (None: not ended, not
+    read, or a MiniCluster whose rank 0 runs no work)."""
+    work_failed: bool = False
+    """Rank 0's work failed (``work_exit_code`` not 0, or rank 0 exited
+    ``exitcodes.WORK_FAILED``): ``failed`` and phase ``failed``, whatever the Job says."""
     jobs: FluxJobs | None = None
     """The instance's jobs, when they were read (``with_instance``)."""
     jobs_unread: str | None = None
@@ -188,6 +202,8 @@ class MiniClusterStatus:
         out.append(f"  running   {'yes' if self.running else 'no'}")
         if self.succeeded or self.failed:
             code = "" if self.exit_code is None else f", rank 0 exited {self.exit_code}"
+            if self.work_exit_code is not None:
+                code = f", the work exited {self.work_exit_code}{code}"
             word = "succeeded" if self.succeeded else "failed"
             because = f": {self.reason}" if self.reason and self.failed else ""
             out.append(f"  finished  {word}{code}{because}")
@@ -237,9 +253,10 @@ def workload_of(
     return None
 
 
-def rank0_exit_code(name: str, pods: Sequence[Mapping[str, Any]]) -> int | None:
-    """The exit code of rank 0's Flux container (named ``name``), from the newest rank 0 pod
-    that has one (its current state, else the last one of a restarted container)."""
+def rank0_termination(name: str, pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """How rank 0's Flux container (named ``name``) last ended (``exitCode``, ``message``...),
+    from the newest rank 0 pod where it did (its current state, else the last one of a
+    restarted container); None while it never has."""
     for pod in reversed(rankzero.rank0_pods(pods)):
         for container in (pod.get("status") or {}).get("containerStatuses") or []:
             if container.get("name") != name:
@@ -247,8 +264,14 @@ def rank0_exit_code(name: str, pods: Sequence[Mapping[str, Any]]) -> int | None:
             for state in ("state", "lastState"):
                 terminated = (container.get(state) or {}).get("terminated")
                 if terminated and "exitCode" in terminated:
-                    return int(terminated["exitCode"])
+                    return dict(terminated)
     return None
+
+
+def rank0_exit_code(name: str, pods: Sequence[Mapping[str, Any]]) -> int | None:
+    """The exit code of rank 0's Flux container (``rank0_termination``)."""
+    terminated = rank0_termination(name, pods)
+    return None if terminated is None else int(terminated["exitCode"])
 
 
 _FAILED_ON_EXIT: Final = re.compile(
@@ -342,8 +365,16 @@ def interpret(
     # long): the outcome is decided at the first.
     success = _first_true(conditions, "Complete", "SuccessCriteriaMet")
     failure = _first_true(conditions, "Failed", "FailureTarget")
-    succeeded = success is not None
-    failed = failure is not None
+    if pods is not None:
+        terminated = rank0_termination(name, owned_pods(job, pods)) or {}
+        exit_code = int(terminated["exitCode"]) if "exitCode" in terminated else None
+        work_exit_code = exitcodes.work_code(terminated.get("message"))
+    else:
+        exit_code = failure_policy_exit_code(name, failure)
+        work_exit_code = None
+    work_failed = (work_exit_code or 0) != 0 or exit_code == exitcodes.WORK_FAILED
+    failed = failure is not None or (success is not None and work_failed)
+    succeeded = success is not None and not failed
     finished = succeeded or failed
     running = int(status.get("active") or 0) > 0 and not suspended and not finished
     queue = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
@@ -368,7 +399,16 @@ def interpret(
         phase = "ready"
     else:
         phase = "starting"
-    reason = _said(failure if failed else success)
+    reason = _said(failure if failure is not None else success)
+    if failure is None and failed:
+        # a Complete Job (restartPolicy OnFailure: rank 0 exits 0 so that its work is not run
+        # again) whose work failed
+        said = exitcodes.work_message("?" if work_exit_code is None else work_exit_code)
+        reason = (
+            f"WorkFailed: {said} (the Job is Complete: with "
+            "restartPolicy OnFailure rank 0 exits 0 when its work failed, so that it is not run "
+            f"again){f'; {reason}' if reason else ''}"
+        )
     return MiniClusterStatus(
         name=name,
         namespace=namespace,
@@ -380,12 +420,10 @@ def interpret(
         succeeded=succeeded,
         failed=failed,
         reason=reason,
-        exit_code=(
-            rank0_exit_code(name, owned_pods(job, pods))
-            if pods is not None
-            else failure_policy_exit_code(name, failure)
-        ),
+        exit_code=exit_code,
         admission=admission,
+        work_exit_code=work_exit_code,
+        work_failed=work_failed,
     )
 
 

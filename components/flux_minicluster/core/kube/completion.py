@@ -22,9 +22,19 @@ field below is set only where the target release serves it (``core.kube.kubevers
   Job-wide count sees, so the operator's ``backoffLimit`` stays as it is;
 * **failures that mean something** (``podFailurePolicy``, ``restartPolicy: Never`` only: the API
   server refuses it otherwise): an exit code of ``core.base.exitcodes.CONFIGURATION_ERRORS``
-  from the Flux or the init container fails the Job at once, and a disruption (a pod evicted,
-  preempted or deleted by a drain: condition ``DisruptionTarget``) is not counted against the
-  budget.
+  from the Flux or the init container fails the Job at once, and so does rank 0's
+  ``WORK_FAILED`` (its work exited non-zero) where rank 0's exit ends the work; a disruption (a
+  pod evicted, preempted or deleted by a drain: condition ``DisruptionTarget``) is not counted
+  against the budget.
+
+**The pods' restartPolicy** (``restart_policy``): the spec's when it sets one; else ``Never``
+where the target release renders a pod failure policy, so that failed work fails the Job at once
+(``work_fails_job``), and the operator's ``OnFailure`` where it does not. Under ``OnFailure``
+(the user's choice, or an older release) rank 0 exits 0 when its work failed, as the operator's
+does: a non-zero exit would restart it in place and run finished work again, up to
+``backoffLimit`` times, while the workers that already ended never come back. The Job then
+completes, and only rank 0's termination message (``exitcodes.work_message``) and
+``minicluster status`` tell that the work failed.
 """
 
 from __future__ import annotations
@@ -32,18 +42,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from flux_minicluster.core.kube.kubeversion import JobField, KubeVersion, serves
+from flux_minicluster.core.kube.kubeversion import JOB_FIELDS, JobField, KubeVersion, serves
 
-__all__ = ["NEVER", "JobBehaviour", "behaviour"]
+__all__ = [
+    "NEVER",
+    "ON_FAILURE",
+    "JobBehaviour",
+    "behaviour",
+    "failed_work_advisory",
+    "restart_policy",
+]
 
 NEVER: Final = "Never"
 """The restartPolicy a pod failure policy and a per-index budget need."""
+ON_FAILURE: Final = "OnFailure"
+"""The Flux Operator's restartPolicy: a failed container restarts in its pod."""
 
 
 @dataclass(frozen=True)
 class JobBehaviour:
-    """The Job fields that say how it completes and fails, each None (or False) where unset."""
+    """The Job fields that say how it completes and fails, each None (or False) where unset, and
+    the pods' restartPolicy they go with."""
 
+    restart_policy: str
+    """The broker pods' restartPolicy (``restart_policy``)."""
+    work_at_lead: bool
+    """Rank 0's initial program is the work, and its exit ends it: its entrypoint tells how the
+    work ended in its termination message."""
+    work_fails_job: bool
+    """Rank 0's entrypoint exits ``exitcodes.WORK_FAILED`` when its work failed, and the failure
+    policy fails the Job on it; else (``OnFailure``, or no failure policy) it exits 0."""
     lead_decides: bool
     """successPolicy: the Job completes when index 0 (rank 0) succeeds."""
     replace_failed_only: bool
@@ -53,29 +81,70 @@ class JobBehaviour:
     backoff_limit_per_index: int | None
     max_failed_indexes: int | None
     failure_policy: bool
-    """podFailurePolicy: configuration errors fail the Job, disruptions are not counted."""
+    """podFailurePolicy: configuration errors (and failed work, ``work_fails_job``) fail the
+    Job, disruptions are not counted."""
+
+
+def restart_policy(version: KubeVersion, requested: str | None) -> str:
+    """The broker pods' restartPolicy on ``version``: ``requested`` (the spec's) when given;
+    else ``Never`` where the release renders a pod failure policy, ``OnFailure`` (the
+    operator's) where it does not (see the module). The one place this is decided."""
+    if requested is not None:
+        return requested
+    return NEVER if serves(version, JobField.POD_FAILURE_POLICY) else ON_FAILURE
 
 
 def behaviour(
     version: KubeVersion,
     *,
-    lead_completes_work: bool,
-    restart_policy: str,
+    lead_is_index_0: bool,
+    work_at_lead: bool,
+    requested_restart: str | None,
     backoff_limit: int,
 ) -> JobBehaviour:
     """The Job's behaviour for ``version``.
 
-    ``lead_completes_work``: rank 0 is this Job's index 0, whose success ends the instance (see
-    the module); ``backoff_limit``: the operator's (already defaulted); ``restart_policy``: the
-    pods'.
+    ``lead_is_index_0``: rank 0 is this Job's index 0, whose success ends the instance (every
+    MiniCluster but a burst); ``work_at_lead``: besides, rank 0's initial program is the work
+    (not a persistent or interactive cluster); ``backoff_limit``: the operator's (already
+    defaulted); ``requested_restart``: the spec's restartPolicy (None: unset, ``restart_policy``
+    decides).
     """
-    never = restart_policy == NEVER
+    restart = restart_policy(version, requested_restart)
+    never = restart == NEVER
     per_index = never and serves(version, JobField.BACKOFF_LIMIT_PER_INDEX)
+    failure_policy = never and serves(version, JobField.POD_FAILURE_POLICY)
     return JobBehaviour(
-        lead_decides=lead_completes_work and serves(version, JobField.SUCCESS_POLICY),
+        restart_policy=restart,
+        work_at_lead=work_at_lead,
+        work_fails_job=work_at_lead and failure_policy,
+        lead_decides=lead_is_index_0 and serves(version, JobField.SUCCESS_POLICY),
         replace_failed_only=serves(version, JobField.POD_REPLACEMENT_POLICY),
         backoff_limit=None if per_index else backoff_limit,
         backoff_limit_per_index=backoff_limit if per_index else None,
         max_failed_indexes=0 if per_index else None,
-        failure_policy=never and serves(version, JobField.POD_FAILURE_POLICY),
+        failure_policy=failure_policy,
+    )
+
+
+def failed_work_advisory(version: KubeVersion, job: JobBehaviour) -> str | None:
+    """What a person must know when rank 0's failed work will leave a Complete Job on
+    ``version`` (``restartPolicy: OnFailure``, or a release without a pod failure policy);
+    None when failed work fails the Job, or rank 0 runs no work."""
+    if not job.work_at_lead or job.work_fails_job:
+        return None
+    first = JOB_FIELDS[JobField.POD_FAILURE_POLICY].rendered_from
+    if job.restart_policy == NEVER:
+        why = f"Kubernetes {version} gets no pod failure policy (rendered from {first})"
+        fix = f"target Kubernetes {first} or newer to fail the Job at once"
+    else:
+        why = f"with restartPolicy {job.restart_policy}"
+        fix = (
+            f"set restartPolicy {NEVER} (or leave it unset, on Kubernetes {first} or newer) "
+            "to fail the Job at once"
+        )
+    return (
+        f"{why}, failed work leaves a Complete Job: rank 0 exits 0 when its work failed, so "
+        "that the work is not run again, and only its termination message and `minicluster "
+        f"status` say it failed; {fix}"
     )

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flux_minicluster.core.base import layout, placeholders
+from flux_minicluster.core.base.errors import Problem
 from flux_minicluster.core.flux import brokerconfig, hostlist
 from flux_minicluster.core.kube import completion, kubeversion
 from flux_minicluster.core.kube.labels import NETWORK_POLICY_ANNOTATION
@@ -29,7 +30,6 @@ from flux_minicluster.core.spec.definition import MiniClusterDefinition, ObjectN
 from flux_minicluster.core.spec.models import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_INSTALL_ROOT,
-    DEFAULT_RESTART_POLICY,
     DEFAULT_RESTFUL_USER,
     BurstedCluster,
     Container,
@@ -41,6 +41,7 @@ from flux_minicluster.core.spec.models import (
 )
 
 __all__ = [
+    "RESTART_POLICY_FIELD",
     "ConfigPaths",
     "HostEntry",
     "Imp",
@@ -51,6 +52,10 @@ __all__ = [
     "group_host_entries",
     "with_burst_group",
 ]
+
+
+RESTART_POLICY_FIELD = "spec.pod.restartPolicy"
+"""Where the advice on failed work points (``MiniClusterPlan.warnings``)."""
 
 
 class Role(enum.StrEnum):
@@ -272,6 +277,15 @@ class MiniClusterPlan:
             "derived from it match the one the brokers use"
         )
 
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """What every surface says of this MiniCluster besides its problems: its definition's
+        warnings, then what the plan advises (failed work that would leave a Complete Job)."""
+        advice = completion.failed_work_advisory(self.kube_version, self.job)
+        if advice is None:
+            return self.definition.warnings
+        return (*self.definition.warnings, Problem(RESTART_POLICY_FIELD, advice))
+
     def summary(self) -> str:
         """One line a person can read: what ``minicluster validate`` prints for a good file."""
         spec = self.spec
@@ -332,8 +346,9 @@ def build(
         kube_version=kube_version,
         job=completion.behaviour(
             kube_version,
-            lead_completes_work=role is not Role.BURST,
-            restart_policy=spec.pod.restart_policy or DEFAULT_RESTART_POLICY,
+            lead_is_index_0=role is not Role.BURST,
+            work_at_lead=role is not Role.BURST and not mode.persistent,
+            requested_restart=spec.pod.restart_policy,
             backoff_limit=_backoff_limit(spec),
         ),
         autoscale=autoscaling.of(definition, kube_version),

@@ -74,15 +74,21 @@ def completion_fields(plan: MiniClusterPlan) -> dict[str, Any]:
 
 
 def _failure_rules(plan: MiniClusterPlan) -> list[dict[str, Any]]:
-    """Configuration errors of the Flux and the init container fail the Job; disruptions are
-    ignored (not counted, the pod is replaced). Rules are tried in order; the first match acts."""
+    """Configuration errors of the Flux and the init container fail the Job, and so does rank 0's
+    failed work (``WORK_FAILED``, from the Flux container) where its exit ends the work;
+    disruptions are ignored (not counted, the pod is replaced). Rules are tried in order; the
+    first match acts."""
     codes = sorted(exitcodes.CONFIGURATION_ERRORS)
+    flux_codes = [*codes, exitcodes.WORK_FAILED] if plan.job.work_fails_job else codes
     rules: list[dict[str, Any]] = [
         {
             "action": "FailJob",
-            "onExitCodes": {"containerName": container, "operator": "In", "values": codes},
+            "onExitCodes": {"containerName": container, "operator": "In", "values": values},
         }
-        for container in (plan.name, plan.spec.flux.container.name)
+        for container, values in (
+            (plan.name, flux_codes),
+            (plan.spec.flux.container.name, codes),
+        )
     ]
     # status "True" is the API server's default, written out: the published schemas require it
     rules.append(

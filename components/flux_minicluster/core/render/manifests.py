@@ -180,7 +180,7 @@ def _services_pod(plan: MiniClusterPlan) -> dict[str, Any]:
         "hostname": plan.names.services_pod,
         "subdomain": _services_subdomain(plan),
         "setHostnameAsFQDN": False,
-        **pod.common_pod_fields(plan, (c.image_pull_secret for c in services)),
+        **pod.common_pod_fields(plan, (c.image_pull_secret for c in services), brokers=False),
     }
     if affinity := pod.affinity(plan, brokers=False):
         spec["affinity"] = affinity
@@ -272,7 +272,7 @@ def _job_pod_spec(plan: MiniClusterPlan, entrypoint_keys: list[str]) -> dict[str
         # (setHostnameAsFQDN false): the entrypoint compares it with <name>-0.
         "subdomain": plan.names.headless_service,
         "setHostnameAsFQDN": False,
-        **pod.common_pod_fields(plan, pod.broker_pull_secrets(plan)),
+        **pod.common_pod_fields(plan, pod.broker_pull_secrets(plan), brokers=True),
         "shareProcessNamespace": s.share_process_namespace,
     }
     if s.pod.scheduler_name:

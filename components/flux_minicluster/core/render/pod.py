@@ -272,14 +272,19 @@ def image_pull_secrets(names: Iterable[str | None]) -> list[dict[str, str]]:
     return [{"name": name} for name in dict.fromkeys(names) if name]
 
 
-def common_pod_fields(plan: MiniClusterPlan, pull_secrets: Iterable[str | None]) -> dict[str, Any]:
+def common_pod_fields(
+    plan: MiniClusterPlan, pull_secrets: Iterable[str | None], *, brokers: bool
+) -> dict[str, Any]:
     """Pod fields the broker pods and the services Pod share, each only when the spec sets it.
 
     ``automountServiceAccountToken`` is always written (false by default), as the operator does:
-    brokers do not talk to the API server, so they get no token unless asked.
+    brokers do not talk to the API server, so they get no token unless asked. ``restartPolicy``:
+    the broker pods' is the plan's (``core.kube.completion.restart_policy``); the services Pod's
+    the spec's, else the operator's ``OnFailure`` (a service that crashes starts again).
     """
     pod = plan.spec.pod
-    out: dict[str, Any] = {"restartPolicy": pod.restart_policy or DEFAULT_RESTART_POLICY}
+    restart = plan.job.restart_policy if brokers else pod.restart_policy or DEFAULT_RESTART_POLICY
+    out: dict[str, Any] = {"restartPolicy": restart}
     if pod.service_account_name:
         out["serviceAccountName"] = pod.service_account_name
     out["automountServiceAccountToken"] = pod.automount_service_account_token

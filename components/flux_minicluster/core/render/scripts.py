@@ -198,7 +198,12 @@ def wait_script(plan: MiniClusterPlan) -> str:
     elif mode is Mode.LAUNCHER:
         program = command.strip()
     elif mode is Mode.BATCH:
-        inner = f"flux batch {flags} --flags waitable {BATCH_FILE} && flux job wait --all"
+        # `flux job status` waits for the batch job and exits with its code (the operator's
+        # `flux job wait --all` says only 1 for any failure); the job's id is printed as
+        # `flux batch` prints it.
+        inner = (
+            f'id=$(flux batch {flags} {BATCH_FILE}) && echo "${{id}}" && flux job status "${{id}}"'
+        )
         program = f"sh -c {shquote(inner)}"
     elif plan.restful is not None:
         program = RESTFUL_SERVER.format(port=int(plan.restful.port))
@@ -248,6 +253,11 @@ def wait_script(plan: MiniClusterPlan) -> str:
             else ""
         ),
         autoscale=_autoscale(plan),
+        work_at_lead=plan.job.work_at_lead,
+        work_fails_job=plan.job.work_fails_job,
+        work_failed_status=exitcodes.WORK_FAILED,
+        work_message=exitcodes.work_message("${work}"),
+        termination_log=layout.TERMINATION_LOG,
     )
     return templating.render(
         WAIT_TEMPLATE, **_context(_common(plan, container), wait, _v1alpha1(plan))
@@ -373,6 +383,11 @@ class _Wait:
     batch_file: str
     time_start: str
     autoscale: dict[str, object] | None
+    work_at_lead: bool
+    work_fails_job: bool
+    work_failed_status: int
+    work_message: str
+    termination_log: str
 
 
 @dataclass(frozen=True)
@@ -571,7 +586,10 @@ def _environment_lines(plan: MiniClusterPlan) -> list[str]:
 
 
 def _batch_file(container: Container, command: str) -> str:
-    """flux-job.batch: one waitable `flux submit` per command line, or the lines verbatim."""
+    """flux-job.batch: one waitable `flux submit` per command line, or the lines verbatim (the
+    batch job's code is then the script's). The operator's script ends with `flux jobs -a`,
+    which succeeds whatever its jobs did: here `flux job status` of every job ends it, with the
+    highest exit code among them, so that the batch job fails when one of its jobs did."""
     if container.batch_raw:
         return command if command.startswith("#!") else f"#!/bin/bash\n{command}"
     logs = (container.logs or DEFAULT_LOGS_DIR).rstrip("/") or "/"
@@ -581,7 +599,11 @@ def _batch_file(container: Container, command: str) -> str:
         f"{shquote(f'--output={logs}/job-{n}.out')} {line}"
         for n, line in enumerate(s.strip() for s in command.splitlines() if s.strip())
     ]
-    lines += ["flux queue idle", "flux jobs -a"]
+    lines += [
+        "flux queue idle",
+        "flux jobs -a",
+        "flux job status $(flux jobs -a --no-header --format={id})",
+    ]
     return "\n".join(lines)
 
 

@@ -47,7 +47,9 @@ DEFAULT_DEADLINE_SECONDS = 31_500_000
 DEFAULT_BACKOFF_LIMIT = 100
 # v1alpha1's default FLUX_USER for the RESTful server.
 DEFAULT_RESTFUL_USER = "flux"
-# The pods' restartPolicy when spec.pod.restartPolicy is unset (the operator's).
+# The services Pod's restartPolicy when spec.pod.restartPolicy is unset (the operator's); the
+# broker pods' is core.kube.completion.restart_policy's (Never where the target release renders a
+# pod failure policy).
 DEFAULT_RESTART_POLICY = "OnFailure"
 DEFAULT_LOGS_DIR = "/tmp/fluxout"
 
@@ -381,9 +383,12 @@ class PodSpec(SpecModel):
         return labels
 
     restart_policy: Literal["OnFailure", "Never"] | None = None
-    """OnFailure (default) or Never, for both pods. With Never the Job retries each rank on its
-    own and fails at once on a configuration error, where the target Kubernetes release serves
-    it."""
+    """OnFailure or Never, for both pods. Unset: Never for the broker pods where the target
+    Kubernetes release serves a pod failure policy (1.29 and newer), else OnFailure; OnFailure
+    for the services Pod. With Never the Job retries each rank on its own and fails at once on a
+    configuration error or on failed work; with OnFailure failed work leaves a Complete Job
+    (rank 0 exits 0 so that the work is not run again; its termination message and `minicluster
+    status` tell the failure)."""
     service_account_name: str | None = None
     """ServiceAccount of the broker pods and the services Pod."""
     runtime_class_name: str | None = None

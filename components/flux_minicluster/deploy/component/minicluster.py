@@ -102,7 +102,7 @@ def expand(
     published (``published``). It sets every name of ``OUTPUTS`` on ``component`` and registers
     them; it returns the children it registered.
     """
-    for warning in bounded(prepared.plan.definition.warnings, "warnings"):
+    for warning in bounded(prepared.plan.warnings, "warnings"):
         pulumi.log.warn(str(warning), resource=component)
     parent = registration.Parent.of(component, opts)
     keygen = (
