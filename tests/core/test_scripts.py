@@ -501,10 +501,10 @@ def test_worker_joins_without_a_command(tmp_path: Path, sandbox: MakeSandbox) ->
     box = sandbox({"size": 4, "containers": [app(command="echo hello world")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-1")
     assert result.returncode == 0, result.stderr
-    # once when the pod starts, once again to rejoin when the instance shut down (run stops it)
-    worker = [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
-    assert box.broker_calls() == [worker, worker]
-    assert box.sleeps()[:1] != ["1"]  # no fixed sleep before or after a worker's start
+    assert box.broker_calls() == [
+        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s")]
+    ]
+    assert box.sleeps() == []  # no fixed sleep before or after a worker's start
 
 
 def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path, sandbox: MakeSandbox) -> None:
@@ -617,8 +617,8 @@ def test_worker_retries_a_failed_start_with_a_capped_backoff(
     box = sandbox({"size": 2, "containers": [app(command="true")]})
     result = box.run("wait-0.sh", hostname=f"{NAME}-1", failures=6)
     assert result.returncode == 0, result.stderr
-    assert len(box.broker_calls()) == 7 + 1  # and once again to rejoin (see run)
-    assert box.sleeps()[:6] == ["1", "2", "4", "8", "8", "8"]
+    assert len(box.broker_calls()) == 7
+    assert box.sleeps() == ["1", "2", "4", "8", "8", "8"]
 
 
 def test_complete_workers_makes_one_attempt(tmp_path: Path, sandbox: MakeSandbox) -> None:
@@ -1289,7 +1289,6 @@ def test_v1alpha1_brokers_run_as_the_flux_user(tmp_path: Path, sandbox: MakeSand
     assert [c for c in box.calls("sudo") if "start" in c] == [
         [*as_flux(box), "flux", *start(box), *v1_options(box), *program],
         worker,
-        worker,  # again, to rejoin when its instance shut down (see Sandbox.run)
     ]
     # Created once (the second run found it), with v1alpha1's uid.
     assert box.calls("useradd") == [["useradd", "--create-home", "--uid", "1000", "flux"]]

@@ -8,8 +8,10 @@ field below is set only where the target release serves it (``core.kube.kubevers
   instance for good (its work is done, or a person ran ``flux shutdown`` in a persistent or
   interactive cluster), so the Job completes when index 0 succeeds and the Job controller ends
   the workers still running. Rank 0 stopped by a signal fails instead (128 + the signal), and its
-  new pod starts the instance again: the workers, whose brokers exit 0 whenever the instance shuts
-  down, start theirs again and rejoin it, since only the Job controller can tell them it is over.
+  new pod starts the instance again: a persistent or interactive cluster's workers, whose brokers
+  exit 0 whenever the instance shuts down, start theirs again and rejoin it, since only the Job
+  controller can tell them it is over (``core.render.scripts``: where rank 0 runs the work, they
+  end with the instance, and keep their pods and logs).
   Not for a burst, whose index 0 is not the lead: its brokers exit 0 when the root's instance
   shuts down, so its Job completes when every one of them has (no policy);
 * **one pod per rank** (``podReplacementPolicy: Failed``): a rank's new pod is created only once

@@ -232,7 +232,11 @@ def wait_script(plan: MiniClusterPlan) -> str:
         archive=plan.archive or "",
         archive_staging=staging(plan.archive) if plan.archive else "",
         archive_lock_wait=LOCK_WAIT_SECONDS,
-        rejoin=plan.job.lead_decides,
+        # A cluster that serves forever: its workers rejoin a new rank 0. Where rank 0 runs the
+        # work, workers end with the instance (a restarted rank 0 would run the work again), so
+        # their pods stay Completed with their logs instead of being deleted by the Job
+        # controller once rank 0 succeeds.
+        rejoin=plan.job.lead_decides and plan.persistent,
         environment=tuple(_environment_lines(plan)),
         logs=container.logs or DEFAULT_LOGS_DIR,
         script=script,
