@@ -1656,3 +1656,39 @@ def test_a_worker_rejoins_its_instance_after_it_shut_down(
     code, stderr = _stopped(box, proc, brokers=2, ready=lambda: marker.exists() != rejoined)
     assert code == status, stderr
     assert len(box.broker_calls()) == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "blocked", "status"),
+    [
+        # the default archive on a claim rank 0 cannot write: the cluster runs, and says so
+        (
+            {"containers": [app(volumes={"d": {"path": "/tmp/claim", "claimName": "c"}})]},
+            "/tmp/claim/flux-archives",
+            128 + 15,
+        ),
+        # an archive the spec names must be kept: a setup failure, as a missing view is
+        (
+            {"archive": {"path": "/tmp/keep/a.tgz"}, "containers": [app()]},
+            "/tmp/keep",
+            SETUP_FAILED,
+        ),
+    ],
+    ids=["default-archive", "spec-archive"],
+)
+def test_an_archive_rank0_cannot_write(
+    spec: dict[str, Any], blocked: str, status: int, sandbox: MakeSandbox
+) -> None:
+    box = sandbox({"size": 2, "interactive": True, **spec})
+    box.path(blocked).parent.mkdir(parents=True, exist_ok=True)
+    box.path(blocked).write_text("a file where the archive's directory would be")
+    proc = box.start("wait-0.sh", hostname=f"{NAME}-0", join="never")
+    if status == SETUP_FAILED:
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == SETUP_FAILED, stderr
+        assert "spec.archive.path" in stderr
+        return
+    code, stderr = _stopped(box, proc)
+    assert code == status, stderr
+    assert "is not kept across rank 0 pods" in stderr
+    assert not any(a.startswith("-Scontent.") for a in box.broker_calls()[0])

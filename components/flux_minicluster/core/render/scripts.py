@@ -231,6 +231,7 @@ def wait_script(plan: MiniClusterPlan) -> str:
         broker_options=tuple(_broker_options(plan)),
         archive=plan.archive or "",
         archive_staging=staging(plan.archive) if plan.archive else "",
+        archive_default=bool(plan.archive) and not (spec.archive and spec.archive.path),
         archive_lock_wait=LOCK_WAIT_SECONDS,
         # A cluster that serves forever: its workers rejoin a new rank 0. Where rank 0 runs the
         # work, workers end with the instance (a restarted rank 0 would run the work again), so
@@ -369,6 +370,7 @@ class _Wait:
     broker_options: tuple[str, ...]
     archive: str
     archive_staging: str
+    archive_default: bool
     archive_lock_wait: int
     rejoin: bool
     environment: tuple[str, ...]
