@@ -648,3 +648,14 @@ def test_system_volumes(rendered: Rendered, job_pod: JobPod) -> None:
         layout.OUTPUT_VOLUME,
     ]
     assert volumes[4]["secret"]["secretName"] == "demo-curve"
+
+
+@pytest.mark.parametrize(
+    "value", ["74793576925972e0", "1e3", "0x1F", "0o17", ".inf", "-.Inf", ".NaN", "12", "1.5", "~"]
+)
+def test_strings_yaml_12_reads_as_numbers_are_quoted(value: str) -> None:
+    """kubectl and the clouds' tools read YAML 1.2, where a digest such as 74793576925972e0 is a
+    float: a bare one in an annotation makes the whole object unreadable to them."""
+    text = to_yaml([{"metadata": {"annotations": {"hash": value}}}])
+    assert f"hash: '{value}'" in text
+    assert yaml.safe_load(text)["metadata"]["annotations"]["hash"] == value

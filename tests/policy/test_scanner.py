@@ -35,6 +35,7 @@ import yaml
 
 from flux_minicluster.cli import folders
 from flux_minicluster.cli.render import render_file
+from flux_minicluster.core.render.manifests import to_yaml
 from flux_minicluster.deploy.stack import project, stackrender
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +95,9 @@ def split_by_container(folder: Path) -> None:
                 # distinct objects to the scanners, which key their results by name
                 one["metadata"]["name"] += CONTAINER_SEPARATOR + name
                 copy_path = path.with_name(f"{path.stem}{CONTAINER_SEPARATOR}{name}.yaml")
-                copy_path.write_text(yaml.safe_dump(one, sort_keys=False))
+                # the renderer's own writer: a plain safe_dump leaves a digest such as
+                # 74793576925972e0 bare, which YAML 1.2 readers take for a number
+                copy_path.write_text(to_yaml([one]))
         path.unlink()
 
 

@@ -40,6 +40,7 @@ Improvements over the operator, each deliberate:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -616,8 +617,23 @@ class _Dumper(yaml.SafeDumper):
     """SafeDumper that writes multi-line strings (scripts, configs) as readable ``|`` blocks."""
 
 
+# What YAML 1.2's core schema reads as a number, a boolean or null, where PyYAML (YAML 1.1) reads
+# a string and so writes it bare: a digest such as 74793576925972e0 (a float without a dot), 0o17,
+# 0x1F, .Inf. Kubernetes' YAML readers (kubectl, the clouds' tools, kube-score) would then refuse
+# a string field, or an annotation, holding a number.
+_YAML12_NOT_STRING: Final = re.compile(
+    r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+"
+    r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|null|Null|NULL|~|true|True|TRUE|false|False|FALSE"
+)
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    if "\n" in value:
+        style: str | None = "|"
+    elif _YAML12_NOT_STRING.fullmatch(value):
+        style = "'"
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
