@@ -274,6 +274,17 @@ def _check_command(sub: Subparsers) -> None:
     p.set_defaults(func=_check)
 
 
+def _deployed_target(p: argparse.ArgumentParser) -> None:
+    """Where a deployed MiniCluster is: the arguments ``status`` and ``flux`` share."""
+    p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
+    p.add_argument(
+        "--namespace", "-n", help="its namespace (default: the kube-context's, as for kubectl)"
+    )
+    p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
+    p.add_argument("--context", help="kube-context (default: the current one)")
+
+
 def _status_command(sub: Subparsers) -> None:
     p = sub.add_parser(
         "status",
@@ -285,13 +296,7 @@ def _status_command(sub: Subparsers) -> None:
         "jobs (pending, running, completed, failed, cancelled, timeout) and when its archive "
         "was last written, read in rank 0's pod with `kubectl exec` (your credentials).",
     )
-    p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
-    p.add_argument(
-        "--namespace", "-n", help="its namespace (default: the kube-context's, as for kubectl)"
-    )
-    p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
-    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
-    p.add_argument("--context", help="kube-context (default: the current one)")
+    _deployed_target(p)
     _report_format(p, "one JSON document on stdout, for CI and workflow tools")
     p.set_defaults(func=_status)
 
@@ -310,13 +315,7 @@ def _flux_command(sub: Subparsers) -> None:
         "kubeconfig (you need pods/exec in the namespace; the pods get no rights for it). "
         "Flux's exit code, output and (when not a terminal) standard input pass through.",
     )
-    p.add_argument("name", nargs="?", metavar="NAME", help="the MiniCluster (its Job's name)")
-    p.add_argument(
-        "--namespace", "-n", help="its namespace (default: the kube-context's, as for kubectl)"
-    )
-    p.add_argument("--stack", "-s", help="a stack of this project: its cluster and MiniCluster")
-    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: kubectl's)")
-    p.add_argument("--context", help="kube-context (default: the current one)")
+    _deployed_target(p)
     p.set_defaults(func=_flux, flux_args=[])
 
 
