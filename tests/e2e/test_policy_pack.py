@@ -137,11 +137,18 @@ def test_the_nodeport_stand_in_opens_the_lead_to_all(
     bundled: Setup, e2e_report: Callable[[str], None]
 ) -> None:
     """The e2e root exposes its lead by NodePort, which no Service field can restrict: the
-    pack and `minicluster check` both say so (mandatory under the example config)."""
+    pack and `minicluster check` both say so (mandatory under the example config). The root is
+    interactive and mounts no claim, so both also advise that it keeps no archive."""
     config = bundled.project / "policies" / "config.example.json"
     verdicts = assert_same_verdicts(bundled, "gke-root", config)
-    assert {(v.policy, v.level) for v in verdicts} == {("lead-open-to-all", "mandatory")}
-    e2e_report("gke-root with the NodePort stand-in: lead-open-to-all (mandatory), pack = check")
+    assert {(v.policy, v.level) for v in verdicts} == {
+        ("lead-open-to-all", "mandatory"),
+        ("persistent-keeps-its-queue", "advisory"),
+    }
+    e2e_report(
+        "gke-root with the NodePort stand-in: lead-open-to-all (mandatory), "
+        "persistent-keeps-its-queue (advisory), pack = check"
+    )
 
 
 def violating_spec() -> dict[str, Any]:
