@@ -1692,3 +1692,68 @@ def test_an_archive_rank0_cannot_write(
     assert code == status, stderr
     assert "is not kept across rank 0 pods" in stderr
     assert not any(a.startswith("-Scontent.") for a in box.broker_calls()[0])
+
+
+SHM_VOLUME = {"shm": {"emptyDir": True, "emptyDirMedium": "memory", "emptyDirSizeLimit": "1Gi"}}
+AFFINITY_OFF = (
+    'if shell.options["cpu-affinity"] == nil then shell.options["cpu-affinity"] = "off" end'
+)
+
+
+@pytest.mark.parametrize(
+    ("own_cores", "volumes", "before", "after"),
+    [
+        # the node's cores, shared with its other pods: Flux's binding would stack their ranks
+        (False, {}, AFFINITY_OFF, None),
+        (False, SHM_VOLUME, AFFINITY_OFF, "minicluster-shm"),
+        # cores of the pod's own (the static CPU manager): Flux binds to them, as it would
+        (True, {}, None, None),
+        (True, SHM_VOLUME, None, "minicluster-shm"),
+    ],
+    ids=["shared", "shared-shm", "own", "own-shm"],
+)
+def test_job_shell_defaults_follow_the_pods_cores_and_memory(
+    sandbox: MakeSandbox,
+    own_cores: bool,
+    volumes: dict[str, Any],
+    before: str | None,
+    after: str | None,
+) -> None:
+    """A broker whose cores are the node's runs jobs unbound unless they ask, and Open MPI's
+    shared-memory files go to a memory emptyDir at /dev/shm when the user mounts one: both through
+    a shell initrc that runs Flux's own in full (its lua.d linked beside it)."""
+    cores = sorted(os.sched_getaffinity(0))
+    if own_cores and len(cores) < 2:
+        pytest.skip("needs two cores to give the pod fewer than the node's")
+    box = sandbox({"size": 1, "containers": [app(command="x", volumes=volumes)]})
+    flux_rc = box.root / "prefix/etc/flux/shell/initrc.lua"
+    (flux_rc.parent / "lua.d").mkdir(parents=True)
+    flux_rc.write_text("-- Flux's\n")
+    result = box.run(
+        "wait-0.sh",
+        hostname=f"{NAME}-0",
+        env={"FAKE_FLUX_INITRC": str(flux_rc)},
+        cpus={cores[0]} if own_cores else None,
+    )
+    assert result.returncode == 0, result.stderr
+    ours = box.path("/mnt/flux/config/etc/flux/shell/initrc.lua")
+    option = f"-Sconf.shell_initrc={ours}"
+    if before is None and after is None:
+        assert option not in box.broker_calls()[0]
+        assert f"Cores {cores[0]} of " in result.stdout + result.stderr
+        return
+    assert option in box.broker_calls()[0]
+    lines = ours.read_text().splitlines()
+    source = lines.index(f'source "{flux_rc}"')
+    head, tail = "\n".join(lines[:source]), "\n".join(lines[source + 1 :])
+    assert (before in head) if before else "cpu-affinity" not in head + tail
+    assert (after in tail) if after else "minicluster-shm" not in head + tail
+    assert (ours.parent / "lua.d").resolve() == flux_rc.parent / "lua.d"
+
+
+def test_a_flux_that_names_no_initrc_keeps_its_defaults(sandbox: MakeSandbox) -> None:
+    box = sandbox({"size": 1, "containers": [app(command="x")]})
+    result = box.run("wait-0.sh", hostname=f"{NAME}-0")
+    assert result.returncode == 0, result.stderr
+    assert not any(o.startswith("-Sconf.shell_initrc") for o in box.broker_calls()[0])
+    assert "jobs keep Flux's defaults" in result.stdout + result.stderr

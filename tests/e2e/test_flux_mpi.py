@@ -6,10 +6,14 @@ realnode/mpi_check.c in /usr/local/bin), the mesh NetworkPolicy enforced by kube
 default security context by the kubelet and runc. Open MPI finds Flux's PMI through its own
 `flux` component (the job shell's FLUX_PMI_LIBRARY_PATH): nothing of Flux is in the image.
 
-Every rank runs with ``-o cpu-affinity=off`` and ``OMPI_MCA_mpi_yield_when_idle=1``: each pod's
-resources come from `flux R encode --local`, so every pod of a node sees the same cores and
-Flux's default binding stacks ranks of co-located pods on one core, where busy-polling MPI then
-starves itself (../shared/reference/mpi/README.md: 545 s against 16 s for LAMMPS on 2 cores).
+No spec asks for ``-o cpu-affinity``: each pod's resources come from `flux R encode --local`, so
+every pod of a node sees the same cores, where Flux's default binding would stack the ranks of
+co-located pods on one core and busy-polling MPI then starves itself
+(../shared/reference/mpi/README.md: 545 s against 16 s for LAMMPS on 2 cores). The entrypoint sees
+that the pod's cores are the node's and gives the job shell cpu-affinity=off by default; a rank's
+own allowed cores are checked. Every rank yields when idle (``OMPI_MCA_mpi_yield_when_idle=1``):
+this machine runs two nodes, four pods, on two cores. The OSU pods mount a memory emptyDir at
+/dev/shm, where Open MPI's shared-memory files then go (checked in a rank's environment).
 
 - OSU latency and bandwidth between two pods (one rank per pod, `flux run -N2 -n2`);
 - an allreduce over every pod (4 pods, one rank each), the user's command as Flux submits it;
@@ -36,24 +40,26 @@ from flux_minicluster.core.base import exitcodes
 from flux_minicluster.core.deployed import status as live_status
 
 MPI_IMAGE = "localhost/flux-mpi:bookworm"  # pyproject's flux-mpi-tags
-UNSTACKED = "-o cpu-affinity=off"
 YIELD = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 OSU_MAX = 1 << 20  # bytes: OSU's default 4 MiB top size takes 20 s of bandwidth here
+BOUND_MAX = 1 << 12  # bytes: bound ranks stack on one core here, slow at larger sizes
 # What an MPI rank is given: the variables Open MPI's bootstrap reads, its shared-memory room.
 ENVIRONMENT = (
     'sh -c \'env | sort | grep -E "^(PATH|LD_LIBRARY_PATH|FLUX_PMI|PMI|OMPI|TMPDIR)" | '
-    'cut -c1-240; df -h /dev/shm "${TMPDIR:-/tmp}" | tail -n +2\''
+    'cut -c1-240; df -h /dev/shm "${TMPDIR:-/tmp}" | tail -n +2; '
+    'echo "cores $(sed -n "s/^Cpus_allowed_list:\\s*//p" /proc/self/status) of '
+    "$(cat /sys/devices/system/cpu/online)\"'"
 )
+SHM = {"shm": {"emptyDir": True, "emptyDirMedium": "memory", "emptyDirSizeLimit": "256Mi"}}
 
 pytestmark = pytest.mark.flux
 
 
 def mpi_spec(name: str, size: int, container: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    """A quiet MiniCluster of ``size`` pods, one rank per pod, Flux's binding off and MPI's
-    idle ranks yielding (see the module's docstring)."""
+    """A quiet MiniCluster of ``size`` pods, one rank per pod, MPI's idle ranks yielding (see
+    the module's docstring)."""
     container = {**container, "environment": {**YIELD, **container.get("environment", {})}}
-    flux = {"optionFlags": UNSTACKED, **spec.pop("flux", {})}
-    return minicluster(name, size, container, tasks=size, flux=flux, **spec)
+    return minicluster(name, size, container, tasks=size, **spec)
 
 
 def osu_table(text: str) -> dict[int, float]:
@@ -100,7 +106,7 @@ def test_osu_latency_and_bandwidth_between_two_pods(
     """osu_latency and osu_bw with one rank in each of two pods (`flux run -N2 -n2`), after
     mpi_check shows the two ranks are on different pods: the script is the launcher's."""
     name, namespace = "osu", "mpi-osu"
-    run = f"flux run -N2 -n2 {UNSTACKED}"
+    run = "flux run -N2 -n2"
     script = "\n".join(
         [
             "set -e",
@@ -111,13 +117,17 @@ def test_osu_latency_and_bandwidth_between_two_pods(
             "echo '=== osu_bw'",
             f"{run} osu_bw -m {OSU_MAX}",
             "echo '=== osu_latency one pod'",
-            f"flux run -N1 -n2 {UNSTACKED} osu_latency -m {OSU_MAX}",
+            f"flux run -N1 -n2 osu_latency -m {OSU_MAX}",
+            "echo '=== osu_latency bound'",
+            f"flux run -N2 -n2 -o cpu-affinity=per-task osu_latency -m {BOUND_MAX}",
+            "echo '=== bound cores'",
+            "flux run -N1 -n1 -o cpu-affinity=per-task grep Cpus_allowed_list /proc/self/status",
             "echo '=== environment'",
             f"flux run -N1 -n1 {ENVIRONMENT}",
             "echo '=== end'",
         ]
     )
-    spec = mpi_spec(name, 2, {"launcher": True, "commands": {"script": script}})
+    spec = mpi_spec(name, 2, {"launcher": True, "commands": {"script": script}, "volumes": SHM})
     seconds, log = run_to_completion(mpi_plane, module_engine, flux_project, namespace, spec)
     assert "=== end" in log, f"rank 0's log:\n{log}\n" + mpi_plane.diagnostics(namespace, name)
     hosts = hello_hosts(section(log, "mpi_check"))
@@ -130,17 +140,34 @@ def test_osu_latency_and_bandwidth_between_two_pods(
     assert all(v > 0 for v in [*latency.values(), *bandwidth.values()]), log
     local = osu_table(section(log, "osu_latency one pod"))
     assert local.keys() >= {8, OSU_MAX}, log
+    environment = section(log, "environment")
+    # unbound: the rank may run on every core its pod may, which are the node's
+    cores = re.search(r"^cores (\S+) of (\S+)$", environment, flags=re.MULTILINE)
+    assert cores, environment
+    assert cores.group(1) == cores.group(2), environment
+    # a job that asks for binding is bound: one core of the pod's for its one task
+    assert re.search(r"Cpus_allowed_list:\s*\d+$", section(log, "bound cores")), log
+    bound = osu_table(section(log, "osu_latency bound"))
+    assert bound.keys() >= {8, BOUND_MAX}, log
+    # Open MPI's shared-memory files in the memory emptyDir, not under the job's tmpdir on disk
+    assert re.search(
+        r"^OMPI_MCA_btl_vader_backing_directory=/dev/shm/flux-jobtmp-",
+        environment,
+        flags=re.MULTILINE,
+    ), environment
     nodes = {
         p["spec"].get("hostname"): p["spec"].get("nodeName")
         for p in mpi_plane.pods(namespace, name)
     }
     e2e_report(
         f"OSU between pods {hosts[0]} and {hosts[1]} (nodes {nodes.get(hosts[0])}, "
-        f"{nodes.get(hosts[1])}; Open MPI, {UNSTACKED}, yield): latency "
+        f"{nodes.get(hosts[1])}; Open MPI, unbound by default, yield): latency "
         f"8 B {latency[8]:.2f} us, 1 MiB {latency[OSU_MAX]:.1f} us; bandwidth 8 B "
         f"{bandwidth[8]:.2f} MB/s, 1 MiB {bandwidth[OSU_MAX]:.1f} MB/s; pulumi up to Job "
         f"Complete {seconds:.1f}s; within one pod: latency 8 B {local[8]:.2f} us, 1 MiB "
-        f"{local[OSU_MAX]:.1f} us"
+        f"{local[OSU_MAX]:.1f} us; between pods with -o cpu-affinity=per-task (each pod's "
+        f"R names the same two cores): 8 B {bound[8]:.2f} us, 4 KiB "
+        f"{bound[BOUND_MAX]:.1f} us"
     )
     e2e_report("a rank's environment: " + " | ".join(section(log, "environment").splitlines()))
 

@@ -15,6 +15,8 @@ sandbox, and puts fakes first on PATH:
   list`` fails with Flux's "Upstream Flux broker is offline" (the broker refuses client requests
   before its init state), while ``flux getattr tbon.parent-endpoint`` answers during join, as
   real Flux does for attr.get, when the test gives it an endpoint;
+* ``flux config builtin shell_initrc`` prints ``FAKE_FLUX_INITRC`` when the test sets it, and
+  fails as a Flux without the command does otherwise;
 * ``hostname`` prints the name the test chose (``<name>-0`` for rank 0, ``<name>-1`` ...);
 * ``sleep`` records its argument and returns at once, so retry delays are asserted, not waited
   (``sleep_real`` makes each call really sleep that long, to pace a polling loop);
@@ -75,6 +77,11 @@ if "FLUX_URI" in os.environ:
         fh.write(json.dumps([os.environ["FLUX_URI"], *args]) + "\\n")
 joined = os.environ["FAKE_FLUX_JOINED"]
 offline = "Upstream Flux broker is offline. Try again later."
+if args[:3] == ["config", "builtin", "shell_initrc"]:
+    if "FAKE_FLUX_INITRC" not in os.environ:  # a Flux without `flux config builtin`
+        sys.exit("flux: 'config' is not a flux command.")
+    print(os.environ["FAKE_FLUX_INITRC"])
+    sys.exit(0)
 if args[:2] == ["R", "encode"]:
     print('{{"version": 1, "execution": {{"fake": true}}}}')
     sys.exit(0)
@@ -457,6 +464,7 @@ class Sandbox:
         text: str | None = None,
         existing_users: tuple[str, ...] = (),
         job_status: int = 0,
+        cpus: set[int] | None = None,
     ) -> subprocess.Popen[str]:
         """Start one entrypoint key (or ``text``) with bash, as its container would, and return
         at once (``run`` waits for it; a test may signal it, as the kubelet would).
@@ -464,8 +472,16 @@ class Sandbox:
         ``join``: seconds a started broker takes to join its parent, or ``"never"``;
         ``run_seconds``: how long it then runs; ``parent_endpoint``: what it answers for
         ``tbon.parent-endpoint`` (None: nothing, as a Flux that refuses attr.get before init);
-        ``existing_users``: the users the image already has (``id -u`` knows them).
+        ``existing_users``: the users the image already has (``id -u`` knows them);
+        ``cpus``: the only cores it may run on, as the kubelet's static CPU manager gives a pod
+        (None: every core, as a pod whose cores are the node's).
         """
+
+        def container() -> None:
+            signals_as_a_container_has_them()
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
         # a new container: no instance of its has ended yet
         for left in (self.root / "flux.ended", self.rejoining):
             left.unlink(missing_ok=True)
@@ -510,7 +526,7 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=signals_as_a_container_has_them,
+            preexec_fn=container,
         )
 
     def flux_calls(self) -> list[list[str]]:

@@ -112,6 +112,7 @@ class ConfigPaths:
     system_dir: str
     hostlist: str
     cron_dir: str
+    shell_initrc: str  # the job shell's initrc when this pod adds to Flux's (conf.shell_initrc)
     resource: str  # R, written by `flux R encode` at start; [resource] path
     curve_cert: str  # the 0600 copy of the Secret's certificate; [bootstrap] curve_cert
     state_dir: str
@@ -483,6 +484,7 @@ def _config_paths(spec: MiniClusterSpec, user: brokerconfig.UserConfig | None) -
         system_dir=system,
         hostlist=f"{system}/{layout.HOSTLIST}",
         cron_dir=f"{system}/cron.d",
+        shell_initrc=f"{root}/etc/flux/shell/initrc.lua",
         resource=(user.resource if user else None) or f"{system}/R",
         curve_cert=(user.curve_cert if user else None) or f"{root}/curve/{layout.CURVE_FILE}",
         state_dir=f"{root}/var/lib/flux",

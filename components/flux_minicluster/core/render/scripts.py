@@ -57,6 +57,7 @@ from flux_minicluster.core.planning import autoscale as autoscaling
 from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.planning.plan import ConfigPaths, Imp, MiniClusterPlan, Mode, Role
 from flux_minicluster.core.render.broker import broker_toml, hostlist_file
+from flux_minicluster.core.render.volumes import SHM_PATH, memory_at_shm
 from flux_minicluster.core.spec.archive import LOCK_WAIT_SECONDS, staging
 from flux_minicluster.core.spec.models import (
     DEFAULT_INSTALL_ROOT,
@@ -229,6 +230,7 @@ def wait_script(plan: MiniClusterPlan) -> str:
         program=program,
         wrap=shquote(f"--wrap={spec.flux.wrap}") if spec.flux.wrap else "",
         broker_options=tuple(_broker_options(plan)),
+        mpi_shared_memory=SHM_PATH if memory_at_shm(container) else "",
         archive=plan.archive or "",
         archive_staging=staging(plan.archive) if plan.archive else "",
         archive_default=bool(plan.archive) and not (spec.archive and spec.archive.path),
@@ -368,6 +370,7 @@ class _Wait:
     program: str
     wrap: str
     broker_options: tuple[str, ...]
+    mpi_shared_memory: str
     archive: str
     archive_staging: str
     archive_default: bool

@@ -36,6 +36,7 @@ __all__ = [
     "entrypoint_volume",
     "flux_mounts",
     "init_mounts",
+    "memory_at_shm",
     "output_mount_path",
     "system_volumes",
     "user_mounts",
@@ -118,6 +119,18 @@ def user_mounts(container: Container) -> list[dict[str, Any]]:
         path = volume.path or default
         mounts.append(_mount(name, path, volume.read_only))
     return mounts
+
+
+def memory_at_shm(container: Container) -> bool:
+    """Whether ``container`` mounts a memory-backed emptyDir at /dev/shm: room in memory the user
+    sized for shared memory (the container runtime's own /dev/shm is 64 MiB), where MPI's
+    shared-memory files may then go instead of the job's directory on disk."""
+    return any(
+        volume.kind == "emptyDir"
+        and _empty_dir(volume.empty_dir_medium).get("medium") == "Memory"
+        and (volume.path or SHM_PATH).rstrip("/") == SHM_PATH
+        for volume in container.volumes.values()
+    )
 
 
 def user_volumes(containers: Iterable[Container]) -> list[dict[str, Any]]:
