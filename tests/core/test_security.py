@@ -18,8 +18,10 @@ from flux_minicluster import kubecheck
 from flux_minicluster.core.base import layout
 from flux_minicluster.core.base.errors import SpecError
 from flux_minicluster.core.kube import labels as lbl
+from flux_minicluster.core.kube.quantity import parse_quantity
 from flux_minicluster.core.planning import plan as plans
 from flux_minicluster.core.reading.loading import parse
+from flux_minicluster.core.render import hardening
 from flux_minicluster.core.render.manifests import render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,6 +170,82 @@ def test_the_init_container_is_locked_down_with_resources(
     (init,) = job_pod(render(build(spec), None).objects())["initContainers"]
     assert init["securityContext"] == expected
     assert set(init["resources"]) == {"requests", "limits"}
+
+
+def qos_class(pod: dict[str, Any]) -> str:
+    """Kubernetes' QoS class of a pod (GetPodQOS, for cpu and memory), requests defaulting to
+    limits as the API server defaults them; e2e reads the real one (test_flux_mpi)."""
+    every = [*pod.get("initContainers", []), *pod["containers"]]
+    guaranteed, anything = True, False
+    for container in every:
+        limits = container.get("resources", {}).get("limits", {})
+        requests = {**limits, **container.get("resources", {}).get("requests", {})}
+        for name in ("cpu", "memory"):
+            anything = anything or name in limits or name in requests
+            if name not in limits or parse_quantity(requests[name]) != parse_quantity(limits[name]):
+                guaranteed = False
+    return "Guaranteed" if guaranteed else ("Burstable" if anything else "BestEffort")
+
+
+WHOLE = {"limits": {"cpu": 2, "memory": "1Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("containers", "view", "qos", "init"),
+    [
+        # the user's containers are Guaranteed: so is the pod, the init container within theirs
+        ([WHOLE], None, "Guaranteed", {"cpu": "1", "memory": "256Mi"}),
+        (
+            [{"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "0.5"}}],
+            None,
+            "Guaranteed",
+            {"cpu": "500m", "memory": "128Mi"},
+        ),
+        ([WHOLE, WHOLE], None, "Guaranteed", {"cpu": "1", "memory": "256Mi"}),
+        # a request below its limit, or a sidecar without limits: Burstable, the defaults
+        ([{**WHOLE, "requests": {"cpu": 1}}], None, "Burstable", None),
+        ([WHOLE, None], None, "Burstable", None),
+        ([None], None, "Burstable", None),
+        # the view's own resources win
+        (
+            [WHOLE],
+            {"limits": {"cpu": "2", "memory": "1Gi"}},
+            "Guaranteed",
+            {"cpu": "2", "memory": "1Gi"},
+        ),
+    ],
+    ids=["whole", "fraction", "sidecar", "request-below", "sidecar-unset", "unset", "view-own"],
+)
+def test_a_pod_of_guaranteed_containers_is_guaranteed(
+    build: Build,
+    containers: list[dict[str, Any] | None],
+    view: dict[str, Any] | None,
+    qos: str,
+    init: dict[str, Any] | None,
+) -> None:
+    """Only a Guaranteed pod can get cores of its own from the kubelet's static CPU manager (and
+    Flux then binds ranks to them): the init container must not be what keeps it Burstable."""
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "image": "mpi:1",
+                **({"name": f"side{i}"} if i else {"command": "hostname", "runFlux": True}),
+                **({"resources": res} if res else {}),
+            }
+            for i, res in enumerate(containers)
+        ]
+    }
+    if view:
+        spec["flux"] = {"container": {"resources": view}}
+    pod = job_pod(render(build(spec), None).objects())
+    assert qos_class(pod) == qos
+    (container,) = pod["initContainers"]
+    if init is None:
+        assert container["resources"] == hardening.INIT_RESOURCES
+    else:
+        res = container["resources"]
+        requests = res.get("requests", res["limits"])  # unset: the API server requests the limit
+        assert {n: requests[n] for n in init} == {n: res["limits"][n] for n in init} == init
 
 
 BASELINE = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["NET_RAW"]}}

@@ -135,7 +135,9 @@ def init_container(plan: MiniClusterPlan) -> dict[str, Any]:
     }
     if view.working_dir:
         out["workingDir"] = view.working_dir
-    out["resources"] = hardening.init_resources(view.resources, resources(view.resources))
+    others = [c.resources for c in plan.spec.containers]
+    beside = plan.flux_container.resources if all(map(hardening.guaranteed, others)) else None
+    out["resources"] = hardening.init_resources(view.resources, resources(view.resources), beside)
     pod_context = plan.spec.pod.security_context
     out["securityContext"] = hardening.init_context(
         view.security_context, pod_context.run_as_user if pod_context else None
