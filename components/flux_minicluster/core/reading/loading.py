@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from flux_minicluster.core.base import layout, placeholders
 from flux_minicluster.core.base.errors import Problem, SpecError, key_path
 from flux_minicluster.core.reading import documents, yamlio
-from flux_minicluster.core.spec import archive
+from flux_minicluster.core.spec import archive, placement
 from flux_minicluster.core.spec.definition import (
     DEFAULT_NAMESPACE,
     MiniClusterDefinition,
@@ -114,9 +114,13 @@ def parse(
     definition: MiniClusterDefinition | None = None
     if spec is not None:
         name_or_stand_in = resolved_name or _STAND_IN_NAME
-        missing = None if lenient else archive.missing_archive(spec, name_or_stand_in)
-        if missing is not None:
-            warnings.append(missing)
+        if not lenient:
+            for warning in (
+                archive.missing_archive(spec, name_or_stand_in),
+                placement.binding_without_own_cores(spec),
+            ):
+                if warning is not None:
+                    warnings.append(warning)
         definition = MiniClusterDefinition(
             name=resolved_name or _STAND_IN_NAME,
             namespace=resolved_namespace,

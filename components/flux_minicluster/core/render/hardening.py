@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from flux_minicluster.core.kube import qos
 from flux_minicluster.core.kube.quantity import parse_quantity
 from flux_minicluster.core.render.kube import dump, quantity
 from flux_minicluster.core.spec.models import Resources, SecurityContext
@@ -38,7 +39,6 @@ __all__ = [
     "application_context",
     "container_context",
     "flux_context",
-    "guaranteed",
     "init_context",
     "pod_seccomp",
 ]
@@ -135,28 +135,6 @@ def flux_context(user: SecurityContext | None, *, setuid: bool = False) -> dict[
     return context
 
 
-# Kubernetes gives a pod the Guaranteed QoS class only when every container, init containers
-# included, has cpu and memory limits equal to its requests; only then can the kubelet's static
-# CPU manager give a container whole cores of its own, and Flux bind ranks to them.
-QOS_RESOURCES: Final = ("cpu", "memory")
-
-
-def guaranteed(resources: Resources | None) -> bool:
-    """Whether a container's resources are Guaranteed-shaped: cpu and memory limits, each
-    request equal to its limit or unset (Kubernetes then requests the limit)."""
-    if resources is None:
-        return False
-    for name in QOS_RESOURCES:
-        if name not in resources.limits:
-            return False
-        request = resources.requests.get(name)
-        if request is not None and parse_quantity(request) != parse_quantity(
-            resources.limits[name]
-        ):
-            return False
-    return True
-
-
 def init_resources(
     user: Resources | None, rendered: dict[str, Any] | None, beside: Resources | None = None
 ) -> dict[str, Any]:
@@ -170,7 +148,7 @@ def init_resources(
         return rendered
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in INIT_RESOURCES.items()}
     if beside is not None:
-        for name in QOS_RESOURCES:
+        for name in qos.QOS_RESOURCES:
             ours, theirs = out["limits"][name], beside.limits[name]
             value = ours if parse_quantity(ours) <= parse_quantity(theirs) else quantity(theirs)
             out["requests"][name] = out["limits"][name] = value

@@ -22,6 +22,7 @@ from flux_minicluster.core.planning.plan import MiniClusterPlan
 from flux_minicluster.core.render import hardening, readiness, volumes
 from flux_minicluster.core.render.kube import dump, quantity
 from flux_minicluster.core.spec.models import DEFAULT_RESTART_POLICY, Container, PodSpec, Resources
+from flux_minicluster.core.spec.placement import guaranteed_containers
 
 __all__ = [
     "COMPONENT_LABEL",
@@ -135,8 +136,7 @@ def init_container(plan: MiniClusterPlan) -> dict[str, Any]:
     }
     if view.working_dir:
         out["workingDir"] = view.working_dir
-    others = [c.resources for c in plan.spec.containers]
-    beside = plan.flux_container.resources if all(map(hardening.guaranteed, others)) else None
+    beside = plan.flux_container.resources if guaranteed_containers(plan.spec) else None
     out["resources"] = hardening.init_resources(view.resources, resources(view.resources), beside)
     pod_context = plan.spec.pod.security_context
     out["securityContext"] = hardening.init_context(
