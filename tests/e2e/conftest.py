@@ -462,6 +462,14 @@ def mpi_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
+def cpu_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
+    """A real-node cluster of two nodes whose kubelets run the static CPU manager, core 0 kept
+    for the system: a Guaranteed pod asking for a whole CPU gets core 1 as its own."""
+    with real_planes(toolchain, nodes_set, {"cpus": "cpus"}, reserved_cpus="0") as planes:
+        yield planes["cpus"]
+
+
+@pytest.fixture(scope="module")
 def flux_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the project for the module's stacks."""
     return copy_project(tmp_path_factory.mktemp("flux") / "project")

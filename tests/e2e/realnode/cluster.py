@@ -342,6 +342,7 @@ class RealCluster:
         images: tuple[str, ...] = ("pause.tar", "debian.tar"),
         dns_cache: str = "kubeadm-1.32",
         dns_log: bool = False,
+        reserved_cpus: str | None = None,
     ) -> None:
         self.bindir = Path(bindir)  # the toolchain: control plane
         self.nodes_dir = Path(nodes_dir)  # realnode/toolchain.py's set: bin/, images/
@@ -361,6 +362,9 @@ class RealCluster:
             raise ValueError(f"dns_cache must be one of {sorted(DNS_CACHES)}, not {dns_cache!r}")
         self.dns_cache = dns_cache
         self.dns_log = dns_log  # CoreDNS logs every query of the cluster's zone
+        # the kubelets run the static CPU manager, keeping these cores for the system: a
+        # Guaranteed pod asking for whole CPUs gets cores of its own (a cpuset) from the rest
+        self.reserved_cpus = reserved_cpus
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
         self.load_balancers: loadbalancer.LoadBalancers | None = None
 
@@ -733,6 +737,9 @@ state = "{run / "state"}"
             "nodeStatusUpdateFrequency": "10s",
             "syncFrequency": "10s",
         }
+        if self.reserved_cpus is not None:
+            config["cpuManagerPolicy"] = "static"
+            config["reservedSystemCPUs"] = self.reserved_cpus
         (kd / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
     def _start_kube_proxy(self, nd: Path, node: dict[str, str]) -> None:
