@@ -258,14 +258,17 @@ def deploy(
     keygen: str | None = None,
     kube_version: str | None = None,
     image: str = APP_IMAGE,
+    as_given: bool = False,
 ) -> Stack:
     """A stack of ``spec`` on ``plane``: its certificate from config, or, given a ``keygen``
     strategy, from the keygen Command (the real command provider); rendered for
     ``kube_version`` (``cluster.kubernetesVersion``) when one is given; every container runs
-    ``image`` (one the plane's nodes imported)."""
+    ``image`` (one the plane's nodes imported). ``as_given``: ``spec`` is deployed as it is (it
+    names images the nodes hold; no pull policy, image or deadline is added)."""
     cp = plane.cp
-    spec = localize(spec, image)
-    if not spec["spec"].get("interactive"):
+    if not as_given:
+        spec = localize(spec, image)
+    if not as_given and not spec["spec"].get("interactive"):
         # a bound on a broken run: the Job fails (DeadlineExceeded) and `up` with it
         spec = {**spec, "spec": {"deadlineSeconds": JOB_DEADLINE_S, **spec["spec"]}}
     stack = engine.stack(

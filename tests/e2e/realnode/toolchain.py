@@ -57,8 +57,8 @@ RECIPES = {
     "coredns": 1,
     "kube-router": 1,
     "images": 1,
-    "flux-images": 1,
-    "flux-mpi": 1,
+    "flux-images": 2,
+    "flux-mpi": 2,
 }
 
 
@@ -270,9 +270,12 @@ def _tar_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) 
     tar.addfile(info, io.BytesIO(data))
 
 
-def docker_archive(out: Path, layer: Path, tags: list[str], cmd: list[str]) -> str:
+def docker_archive(
+    out: Path, layer: Path, tags: list[str], cmd: list[str], env: list[str] | None = None
+) -> str:
     """A `docker save` layout with one uncompressed layer (what `ctr images import` reads):
-    <config digest>.json, <layer digest>/layer.tar, manifest.json naming the tags. Returns the
+    <config digest>.json, <layer digest>/layer.tar, manifest.json naming the tags. ``env``: the
+    image's environment beside PATH (``NAME=value``, as a Dockerfile's ENV). Returns the
     image's config digest (its ID)."""
     digest = hashlib.sha256()
     with layer.open("rb") as fh:
@@ -284,7 +287,7 @@ def docker_archive(out: Path, layer: Path, tags: list[str], cmd: list[str]) -> s
         "architecture": "amd64",
         "os": "linux",
         "created": epoch,
-        "config": {"Env": [PATH_ENV], "Cmd": cmd, "WorkingDir": "/"},
+        "config": {"Env": [PATH_ENV, *(env or [])], "Cmd": cmd, "WorkingDir": "/"},
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff}"]},
         "history": [{"created": epoch, "created_by": "tests/e2e/realnode/toolchain.py"}],
     }
@@ -318,16 +321,18 @@ def minbase_image(
     logfile: Path,
     include: list[str] | None = None,
     hooks: list[str] | None = None,
+    env: list[str] | None = None,
 ) -> dict[str, Any]:
     """`mmdebstrap --variant=minbase` of ``suite`` with ``include`` and customize ``hooks`` into
-    the tar ``rootfs``, written out as the docker-archive ``out``: its id, seconds and bytes."""
+    the tar ``rootfs``, written out as the docker-archive ``out`` (``env``: the image's
+    environment beside PATH): its id, seconds and bytes."""
     t0 = time.monotonic()
     argv = ["mmdebstrap", "--variant=minbase", "--mode=root"]
     argv += [f"--include={','.join(include)}"] if include else []
     argv += [f"--customize-hook={hook}" for hook in hooks or []]
     _sh([*argv, suite, str(rootfs)], logfile)
     return {
-        "id": docker_archive(out, rootfs, tags, cmd),
+        "id": docker_archive(out, rootfs, tags, cmd, env),
         "seconds": round(time.monotonic() - t0, 1),
         "bytes": rootfs.stat().st_size,
     }
@@ -364,6 +369,19 @@ def images_piece(np: dict[str, Any]) -> NodePiece:
 
     recipe = {"suite": suite, "include": include, "tags": tags, "pause": pause_tag, "c": pause_c}
     return NodePiece("images", ["images/pause.tar", "images/debian.tar"], recipe, run)
+
+
+def vendor_tarball(name: str, sha256: str) -> Path:
+    """A tarball of ../shared/vendor beside the checkout (or $FLUX_MINICLUSTER_VENDOR), its
+    sha256 checked against the pin."""
+    explicit = os.environ.get("FLUX_MINICLUSTER_VENDOR")
+    path = (Path(explicit) if explicit else HERE.parents[2].parent / "shared" / "vendor") / name
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing (../shared/vendor beside the checkout)")
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != sha256:
+        raise RuntimeError(f"{path}: sha256 {got}, the pin says {sha256}")
+    return path
 
 
 # -- the Flux images: an application image and a flux view ----------------------------------------
@@ -418,6 +436,107 @@ def relocate_tree(src: Path, dst: Path, old: str, new: str, skip: set[str]) -> d
     return counts
 
 
+# -- flux-pmix: PMIx for the job shell, in the view ------------------------------------------------
+
+# Under the prefix (relocated with it): flux-pmix's job shell plugin, the libraries it needs that
+# the application image may lack, and the rc file that turns it on for `-o mpi=openmpi@5`.
+PMIX_PLUGIN = "lib/flux/shell/plugins/pmix.so"
+PMIX_LIBDIR = "lib/flux/pmix"
+OPENMPI5_RC = "etc/flux/shell/lua.d/mpi/openmpi@5.lua"
+OPENMPI5_LUA = """\
+-- The job shell sources this file for `-o mpi=openmpi@5` (the Flux Operator's
+-- `flux.optionFlags: "-ompi=openmpi@5"`), after it has loaded every plugin of
+-- its search path, flux-pmix's among them. (flux-minicluster's e2e flux view:
+-- tests/e2e/realnode/toolchain.py writes it.)
+--
+-- Open MPI 5 only speaks PMIx: its `flux` component, which dlopen()ed Flux's
+-- libpmi.so (FLUX_PMI_LIBRARY_PATH), was removed with the PMI-1 and PMI-2
+-- ones, so Flux's default simple PMI gives its ranks nothing to wire up with.
+-- flux-pmix serves PMIx, but its plugin enables itself only if the `pmi`
+-- option names pmix when it is loaded, which was before this file ran: set the
+-- option, then load the plugin again (loaded under a name already on the
+-- shell's plugin stack, it replaces the first). A `pmi` the user chose is kept.
+-- Plain `flux run` and `-o mpi=openmpi` stay on simple PMI, which Open MPI 4's
+-- own flux component uses; Open MPI 4 also takes PMIx when it is offered.
+if shell.options.pmi == nil then
+    shell.options.pmi = "pmix"
+    plugin.load { file = "@PLUGIN@" }
+end
+"""
+
+# Run in flux-pmix's unpacked source: configure against the Flux prefix (its pkgconfig) and
+# Debian's libpmix-dev, make, install under DESTDIR. PMIX_LIBS replaces what pmix.pc says
+# (`-Wl,-rpath,<Debian's pmix2/lib> -Wl,--enable-new-dtags`): the plugin gets a DT_RPATH (not a
+# DT_RUNPATH) naming the prefix's lib and PMIX_LIBDIR, since the dynamic loader searches a DT_RPATH
+# for the dependencies of the plugin's dependencies too (libpmix.so.2 has no path of its own and
+# needs munge and libevent), where a DT_RUNPATH serves the plugin's own NEEDED only.
+FLUX_PMIX_BUILD = r"""set -eu
+./autogen.sh
+./configure --prefix="$PREFIX" --without-openmpi \
+    PMIX_CFLAGS="$(pkg-config --cflags pmix)" \
+    PMIX_LIBS="-L$(pkg-config --variable=libdir pmix) -lpmix" \
+    LDFLAGS="-Wl,--disable-new-dtags -Wl,-rpath,$PREFIX/$LIBDIR"
+nice make -j"$JOBS"
+make install DESTDIR="$DESTDIR"
+"""
+
+
+def build_flux_pmix(
+    tarball: Path, version: str, prefix: Path, work: Path, logfile: Path
+) -> tuple[Path, float]:
+    """flux-pmix from its release tarball, against the Flux ``prefix`` (its headers and
+    pkgconfig) and Debian's libpmix-dev, installed into ``work``/root (DESTDIR): returns that
+    root and the build's seconds. The release tarball is a `git archive` (no .git, no
+    configure): AC_INIT's version, which `git describe` gives upstream, is set to ``version``
+    first. Only the job shell plugin is kept (no libtool archives, no broker upmi plugin: the
+    brokers of a MiniCluster bootstrap from their config, not from PMI)."""
+    t0 = time.monotonic()
+    with tarfile.open(tarball) as tar:
+        tar.extractall(work / "src", filter="data")
+    (src,) = list((work / "src").iterdir())
+    configure = src / "configure.ac"
+    text = configure.read_text()
+    head = text.index("AC_INIT([flux-pmix],")
+    end = text.index("\n", text.index("m4_esyscmd", head))
+    configure.write_text(text[:head] + f"AC_INIT([flux-pmix], [{version}])" + text[end:])
+    root = work / "root"
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",  # Debian's tools, no virtualenv
+        "HOME": str(Path.home()),
+        "LANG": "C.UTF-8",
+        "PREFIX": str(prefix),
+        "LIBDIR": PMIX_LIBDIR,
+        "DESTDIR": str(root),
+        "JOBS": str(os.cpu_count() or 2),
+    }
+    _sh(["sh", "-c", FLUX_PMIX_BUILD], logfile, cwd=src, env=env)
+    installed = root / str(prefix).lstrip("/")
+    for la in installed.rglob("*.la"):
+        la.unlink()
+    shutil.rmtree(installed / "lib" / "flux" / "upmi")
+    if not (installed / PMIX_PLUGIN).is_file():
+        raise RuntimeError(f"flux-pmix installed no {PMIX_PLUGIN} under {installed}")
+    return root, round(time.monotonic() - t0, 1)
+
+
+def libraries_lacking(obj: Path, prefix: Path, image: Path) -> list[Path]:
+    """The shared libraries `ldd` resolves for ``obj`` on this host, outside ``prefix``, whose
+    file names (their sonames) the root file system tar ``image`` does not hold."""
+    with tarfile.open(image) as tar:
+        held = {Path(name).name for name in tar.getnames()}
+    out = subprocess.run(["ldd", str(obj)], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/"):
+            path = Path(parts[2])
+            if not path.is_relative_to(prefix) and parts[0] not in held:
+                found.append(path)
+        elif len(parts) >= 2 and parts[1] == "=>":
+            raise RuntimeError(f"ldd {obj}: {line.strip()}")
+    return found
+
+
 def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, Any]) -> NodePiece:
     """Two images from Debian's packages and the project's Flux build (tests/e2e/toolchain/flux.py
     builds it or reuses its prefix):
@@ -429,7 +548,10 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
     - the flux view image (spec.flux.container.image), laid out as the operator's: Flux and
       Fluxion installed under /opt/software (the prefix moved there, see relocated_prefix),
       /opt/view a link to it (the operator's views are /opt/view -> /opt/views/._view/<hash>), on
-      a minbase root with the bash and coreutils its init script runs.
+      a minbase root with the bash and coreutils its init script runs; and flux-pmix's job shell
+      plugin (`flux-pmix-source`, built here, see build_flux_pmix), the libraries it needs that
+      the application image lacks (libpmix.so.2, munge, libevent: libraries_lacking) in
+      PMIX_LIBDIR, and OPENMPI5_RC, relocated with the rest.
     """
     sys.path.insert(0, str(TOOLCHAIN))
     import flux
@@ -442,8 +564,11 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
     view_tags = [str(t) for t in np["flux-view-tags"]]
     uid = int(np["flux-app-user"])
     skip = {"include"}  # headers: nothing in a pod compiles against Flux
+    pmix_source, pmix_sha = str(np["flux-pmix-source"]), str(np["flux-pmix-sha256"])
+    pmix_version = str(np["flux-pmix-version"])
 
     def run(keydir: Path) -> dict[str, Any]:
+        pmix_tarball = vendor_tarball(pmix_source, pmix_sha)
         prefix = flux.build_prefix(b, fp).resolve()  # the path its build compiled in
         images, work = image_dirs(keydir)
         logfile = keydir / "logs" / "flux-images.log"
@@ -468,6 +593,24 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         facts["relocated"] = relocate_tree(
             prefix, staging / new.lstrip("/"), str(prefix), new, skip
         )
+        # flux-pmix, installed into a root of its own and relocated onto the view's prefix
+        (work / "pmix").mkdir()
+        root, seconds = build_flux_pmix(pmix_tarball, pmix_version, prefix, work / "pmix", logfile)
+        installed = root / str(prefix).lstrip("/")
+        lacking = libraries_lacking(installed / PMIX_PLUGIN, prefix, work / "app.tar")
+        (installed / PMIX_LIBDIR).mkdir(parents=True)
+        for lib in lacking:
+            shutil.copyfile(lib, installed / PMIX_LIBDIR / lib.name)  # the file, not the link
+        rc = installed / OPENMPI5_RC
+        rc.parent.mkdir(parents=True)
+        rc.write_text(OPENMPI5_LUA.replace("@PLUGIN@", f"{prefix}/{PMIX_PLUGIN}"))
+        moved = relocate_tree(installed, staging / new.lstrip("/"), str(prefix), new, set())
+        facts["flux-pmix"] = {
+            "seconds": seconds,
+            "libpmix-dev": debian_versions(["libpmix-dev"]).get("libpmix-dev"),
+            "libraries": [lib.name for lib in lacking],
+            "relocated": moved,
+        }
         (staging / "opt" / "view").symlink_to(new)
         view = [f"sync-in {staging / 'opt'} /opt"]
         facts["view"] = minbase_image(
@@ -492,6 +635,8 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         "flux": flux_key,
         "software": VIEW_SOFTWARE,
         "skip": sorted(skip),
+        "flux-pmix": [pmix_source, pmix_sha, pmix_version, FLUX_PMIX_BUILD],
+        "pmix-layout": [PMIX_PLUGIN, PMIX_LIBDIR, OPENMPI5_RC, OPENMPI5_LUA],
     }
     return NodePiece("flux-images", ["images/flux-app.tar", "images/flux-view.tar"], recipe, run)
 
@@ -500,7 +645,9 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
 
 # Run inside the throwaway build root (Debian's mpicc): the OSU Micro-Benchmarks of MPI from
 # ${SRC}/osu-micro-benchmarks (their util/ linked into each, as their Makefile.am's libutil) and
-# mpi_check.c, into ${OUT}/bin. The benchmarks' own warnings are theirs (-w).
+# mpi_check.c, into ${OUT}/bin; ${OUT}/osu/<kind>/<benchmark> links to /usr/local/bin/<benchmark>,
+# the tree OSU's `make install` lays out under libexec/osu-micro-benchmarks/mpi (the image puts it
+# at flux-mpi-osu-tree). The benchmarks' own warnings are theirs (-w).
 MPI_BUILD = r"""set -eu
 SRC=/build/src OUT=/build/out
 mkdir -p "$OUT/bin"
@@ -510,8 +657,11 @@ mpicc -O2 -w -I util -c util/osu_util.c -o /build/osu_util.o
 mpicc -O2 -w -I util -c util/osu_util_mpi.c -o /build/osu_util_mpi.o
 n=0
 for c in mpi/startup/*.c mpi/pt2pt/*.c mpi/collective/*.c mpi/one-sided/*.c; do
+    name=$(basename "$c" .c) kind=$(basename "$(dirname "$c")")
     mpicc -O2 -w -I util "$c" /build/osu_util.o /build/osu_util_mpi.o -lm -lpthread \
-        -o "$OUT/bin/$(basename "$c" .c)"
+        -o "$OUT/bin/$name"
+    mkdir -p "$OUT/osu/$kind"
+    ln -s "/usr/local/bin/$name" "$OUT/osu/$kind/$name"
     n=$((n + 1))
 done
 mpicc -O2 -Wall -Werror "$SRC/mpi_check.c" -o "$OUT/bin/mpi_check"
@@ -524,26 +674,25 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
     """The MPI application image (``flux-mpi-tags``): the application image's packages
     (``flux-app-include``, the same user ``flux``) plus Debian's Open MPI at run time
     (``flux-mpi-include``), and, in /usr/local/bin, the OSU Micro-Benchmarks (the copy inside
-    ``mpi-osu-source``, flux-pmix's tarball, BSD) and realnode/mpi_check.c, compiled with mpicc
+    ``flux-pmix-source``, flux-pmix's tarball, BSD) and realnode/mpi_check.c, compiled with mpicc
     in a throwaway root of ``flux-mpi-build-include`` (mmdebstrap --format=null: nothing of it
-    is kept, the image carries no compiler)."""
+    is kept, the image carries no compiler). The benchmarks are also linked into
+    ``flux-mpi-osu-tree`` (where the operator's OSU image keeps them), and the image's Env
+    carries ``flux-mpi-env``."""
     suite = str(np["image-suite"])
     include = [str(p) for p in np["flux-app-include"]] + [str(p) for p in np["flux-mpi-include"]]
     build_include = [str(p) for p in np["flux-mpi-build-include"]]
     tags = [str(t) for t in np["flux-mpi-tags"]]
     uid = int(np["flux-app-user"])
-    source = HERE.parents[2].parent / "shared" / "vendor" / str(np["mpi-osu-source"])
-    want = str(np["mpi-osu-sha256"])
+    name, want = str(np["flux-pmix-source"]), str(np["flux-pmix-sha256"])
+    tree = str(np["flux-mpi-osu-tree"])
+    env = [str(e) for e in np["flux-mpi-env"]]
     check_c = (HERE / "mpi_check.c").read_text()
 
     def run(keydir: Path) -> dict[str, Any]:
         images, work = image_dirs(keydir)
         logfile = keydir / "logs" / "flux-mpi.log"
-        if not source.is_file():
-            raise RuntimeError(f"{source} is missing (../shared/vendor beside the checkout)")
-        got = hashlib.sha256(source.read_bytes()).hexdigest()
-        if got != want:
-            raise RuntimeError(f"{source}: sha256 {got}, the pin says {want}")
+        source = vendor_tarball(name, want)
         src, out = work / "src", work / "out"
         src.mkdir()
         out.mkdir()
@@ -584,7 +733,13 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
             ["/bin/bash"],
             logfile,
             include,
-            [user, f"sync-in {out / 'bin'} /usr/local/bin"],
+            [
+                user,
+                f"sync-in {out / 'bin'} /usr/local/bin",
+                f'mkdir -p "$1{tree}"',
+                f"sync-in {out / 'osu'} {tree}",
+            ],
+            env,
         )
         shutil.rmtree(work)
         return facts
@@ -595,7 +750,9 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
         "build": build_include,
         "tags": tags,
         "uid": uid,
-        "source": [source.name, want],
+        "source": [name, want],
+        "osu-tree": tree,
+        "env": env,
         "script": MPI_BUILD,
         "c": check_c,
     }
