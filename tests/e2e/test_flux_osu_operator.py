@@ -5,7 +5,8 @@
 operator's metric-osu-benchmark image keeps its benchmarks) is `pulumi up`ed with wait: complete
 on conftest's ``mpi_plane`` with nothing changed but its two image names: the flux view is the
 project's (``localhost/flux-view-debian:bookworm``, realnode/toolchain.py's flux-images, which
-carries flux-pmix and lua.d/mpi/openmpi@5.lua), the application image the project's MPI image
+carries flux-pmix's plugin on the job shell's plugin path; the entrypoint's shell initrc turns
+it on for ``-o mpi=openmpi@5``), the application image the project's MPI image
 (``localhost/flux-mpi:bookworm``: Debian's Open MPI 4.1, the OSU benchmarks also in that
 workingDir, ``OMPI_MCA_osc=pt2pt`` in its Env since this Open MPI's default one-sided component
 fails over TCP). The latency table is read from rank 0's `kubectl logs`.

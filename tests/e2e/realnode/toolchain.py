@@ -438,32 +438,12 @@ def relocate_tree(src: Path, dst: Path, old: str, new: str, skip: set[str]) -> d
 
 # -- flux-pmix: PMIx for the job shell, in the view ------------------------------------------------
 
-# Under the prefix (relocated with it): flux-pmix's job shell plugin, the libraries it needs that
-# the application image may lack, and the rc file that turns it on for `-o mpi=openmpi@5`.
+# Under the prefix (relocated with it): flux-pmix's job shell plugin, on the shell's plugin path,
+# and the libraries it needs that the application image may lack. Nothing of the view turns it on
+# for `-o mpi=openmpi@5`: the entrypoint's shell initrc does, wherever the plugin is on the path
+# (templates/wait.sh.j2), so the operator's OSU example proves the project's route.
 PMIX_PLUGIN = "lib/flux/shell/plugins/pmix.so"
 PMIX_LIBDIR = "lib/flux/pmix"
-OPENMPI5_RC = "etc/flux/shell/lua.d/mpi/openmpi@5.lua"
-OPENMPI5_LUA = """\
--- The job shell sources this file for `-o mpi=openmpi@5` (the Flux Operator's
--- `flux.optionFlags: "-ompi=openmpi@5"`), after it has loaded every plugin of
--- its search path, flux-pmix's among them. (flux-minicluster's e2e flux view:
--- tests/e2e/realnode/toolchain.py writes it.)
---
--- Open MPI 5 only speaks PMIx: its `flux` component, which dlopen()ed Flux's
--- libpmi.so (FLUX_PMI_LIBRARY_PATH), was removed with the PMI-1 and PMI-2
--- ones, so Flux's default simple PMI gives its ranks nothing to wire up with.
--- flux-pmix serves PMIx, but its plugin enables itself only if the `pmi`
--- option names pmix when it is loaded, which was before this file ran: set the
--- option, then load the plugin again (loaded under a name already on the
--- shell's plugin stack, it replaces the first). A `pmi` the user chose is kept.
--- Plain `flux run` and `-o mpi=openmpi` stay on simple PMI, which Open MPI 4's
--- own flux component uses; Open MPI 4 also takes PMIx when it is offered.
-if shell.options.pmi == nil then
-    shell.options.pmi = "pmix"
-    plugin.load { file = "@PLUGIN@" }
-end
-"""
-
 # Run in flux-pmix's unpacked source: configure against the Flux prefix (its pkgconfig) and
 # Debian's libpmix-dev, make, install under DESTDIR. PMIX_LIBS replaces what pmix.pc says
 # (`-Wl,-rpath,<Debian's pmix2/lib> -Wl,--enable-new-dtags`): the plugin gets a DT_RPATH (not a
@@ -551,7 +531,7 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
       a minbase root with the bash and coreutils its init script runs; and flux-pmix's job shell
       plugin (`flux-pmix-source`, built here, see build_flux_pmix), the libraries it needs that
       the application image lacks (libpmix.so.2, munge, libevent: libraries_lacking) in
-      PMIX_LIBDIR, and OPENMPI5_RC, relocated with the rest.
+      PMIX_LIBDIR, relocated with the rest.
     """
     sys.path.insert(0, str(TOOLCHAIN))
     import flux
@@ -601,9 +581,6 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         (installed / PMIX_LIBDIR).mkdir(parents=True)
         for lib in lacking:
             shutil.copyfile(lib, installed / PMIX_LIBDIR / lib.name)  # the file, not the link
-        rc = installed / OPENMPI5_RC
-        rc.parent.mkdir(parents=True)
-        rc.write_text(OPENMPI5_LUA.replace("@PLUGIN@", f"{prefix}/{PMIX_PLUGIN}"))
         moved = relocate_tree(installed, staging / new.lstrip("/"), str(prefix), new, set())
         facts["flux-pmix"] = {
             "seconds": seconds,
@@ -636,7 +613,7 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         "software": VIEW_SOFTWARE,
         "skip": sorted(skip),
         "flux-pmix": [pmix_source, pmix_sha, pmix_version, FLUX_PMIX_BUILD],
-        "pmix-layout": [PMIX_PLUGIN, PMIX_LIBDIR, OPENMPI5_RC, OPENMPI5_LUA],
+        "pmix-layout": [PMIX_PLUGIN, PMIX_LIBDIR],
     }
     return NodePiece("flux-images", ["images/flux-app.tar", "images/flux-view.tar"], recipe, run)
 
