@@ -470,6 +470,17 @@ def cpu_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
+def lammps_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
+    """A real-node cluster of two nodes that also hold the LAMMPS image (realnode/toolchain.py's
+    flux-lammps: Open MPI, lmp with REAXFF, the HNS example at /opt/lammps/examples/reaxff/HNS)."""
+    from fluxnodes import IMAGES
+
+    images = (*IMAGES, "flux-lammps.tar")
+    with real_planes(toolchain, nodes_set, {"lammps": "lammps"}, images=images) as p:
+        yield p["lammps"]
+
+
+@pytest.fixture(scope="module")
 def flux_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the project for the module's stacks."""
     return copy_project(tmp_path_factory.mktemp("flux") / "project")

@@ -37,10 +37,11 @@ from flux_minicluster.core.flux import certificate
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = REPO.parent / "shared" / "compat" / "flux-operator-tests"
 # The specs whose image is a plain OS (the application image built here stands in for it).
-# Left out: nginx-service and nginx-sidecar-service (an nginx image), lammps, osu-benchmarks
-# (test_flux_osu_operator.py runs it on the MPI image), snakemake, singularity, pokemon (images
-# with their own software), disable-view, flux-sidecar, custom-config, existing-volumes, volumes
-# (a flux image of their own, or volumes of a real cluster).
+# Left out: nginx-service and nginx-sidecar-service (an nginx image), lammps (its image built
+# here, test_flux_lammps.py), osu-benchmarks (test_flux_osu_operator.py runs it on the MPI image),
+# snakemake, singularity, pokemon (images with their own software), disable-view, flux-sidecar,
+# custom-config, existing-volumes, volumes (a flux image of their own, or volumes of a real
+# cluster).
 OPERATOR_SPECS = [
     "hello-world",
     "post",

@@ -59,6 +59,7 @@ RECIPES = {
     "images": 1,
     "flux-images": 2,
     "flux-mpi": 2,
+    "flux-lammps": 1,
 }
 
 
@@ -553,10 +554,6 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         images, work = image_dirs(keydir)
         logfile = keydir / "logs" / "flux-images.log"
         facts: dict[str, Any] = {"flux-prefix": str(prefix)}
-        user = (
-            f'chroot "$1" groupadd -g {uid} flux && '
-            f'chroot "$1" useradd -m -u {uid} -g {uid} -s /bin/bash flux'
-        )
         facts["app"] = minbase_image(
             images / "flux-app.tar",
             work / "app.tar",
@@ -565,7 +562,7 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
             ["/bin/bash"],
             logfile,
             include,
-            [user],
+            [flux_user(uid)],
         )
         t0 = time.monotonic()
         new = relocated_prefix(str(prefix), flux_key)
@@ -616,6 +613,14 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         "pmix-layout": [PMIX_PLUGIN, PMIX_LIBDIR],
     }
     return NodePiece("flux-images", ["images/flux-app.tar", "images/flux-view.tar"], recipe, run)
+
+
+def flux_user(uid: int) -> str:
+    """A customize hook adding the user and group ``flux`` (``uid``) of the application images."""
+    return (
+        f'chroot "$1" groupadd -g {uid} flux && '
+        f'chroot "$1" useradd -m -u {uid} -g {uid} -s /bin/bash flux'
+    )
 
 
 # -- the MPI application image ------------------------------------------------------------------
@@ -698,10 +703,6 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
         )  # fmt: skip
         facts: dict[str, Any] = {"compiled": round(time.monotonic() - t0, 1)}
         facts["programs"] = sorted(p.name for p in (out / "bin").iterdir())
-        user = (
-            f'chroot "$1" groupadd -g {uid} flux && '
-            f'chroot "$1" useradd -m -u {uid} -g {uid} -s /bin/bash flux'
-        )
         facts["image"] = minbase_image(
             images / "flux-mpi.tar",
             work / "mpi.tar",
@@ -711,7 +712,7 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
             logfile,
             include,
             [
-                user,
+                flux_user(uid),
                 f"sync-in {out / 'bin'} /usr/local/bin",
                 f'mkdir -p "$1{tree}"',
                 f"sync-in {out / 'osu'} {tree}",
@@ -736,6 +737,104 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
     return NodePiece("flux-mpi", ["images/flux-mpi.tar"], recipe, run)
 
 
+# -- the LAMMPS application image ---------------------------------------------------------------
+
+# Where the Flux Operator's LAMMPS spec (its workingDir) expects the HNS example's inputs.
+LAMMPS_HNS = "/opt/lammps/examples/reaxff/HNS"
+
+# Run inside the throwaway build root: LAMMPS's CMake build of ${SRC} (the vendor tarball: cmake/,
+# src/) with REAXFF against Debian's Open MPI, OpenMP off (one thread per rank, as the
+# operator's spec runs it), into ${OUT}/bin/lmp. The grep is a cheap proof that REAXFF's pair
+# style is compiled in (Debian's own lmp fails on it): running lmp here would need MPI to start.
+LAMMPS_BUILD = r"""set -eu
+SRC=/build/src OUT=/build/out
+mkdir -p "$OUT/bin"
+cmake -S "$SRC/cmake" -B /build/cmake -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_MPI=on -DBUILD_OMP=off -DPKG_REAXFF=on \
+    -DMPI_C_COMPILER=mpicc.openmpi -DMPI_CXX_COMPILER=mpicxx.openmpi
+ninja -C /build/cmake -j "$(nproc)" lmp
+strip -o "$OUT/bin/lmp" /build/cmake/lmp
+grep -q 'reax/c' "$OUT/bin/lmp"
+echo "built lmp with REAXFF"
+"""
+
+
+def flux_lammps_piece(np: dict[str, Any]) -> NodePiece:
+    """The LAMMPS image (``flux-lammps-tags``), which the Flux Operator's LAMMPS spec names by
+    changing only its image: the MPI image's run-time packages (``flux-app-include``,
+    ``flux-mpi-include``, the same user ``flux``), ``lmp`` in /usr/local/bin, and the HNS
+    example's inputs (``in.reaxc.hns``, its data and force field) at ``LAMMPS_HNS``, readable by
+    all. ``lmp`` is LAMMPS 29Sep2021 update 2 (``lammps-source``, GPL-2.0) with REAXFF, compiled
+    by cmake and ninja in a throwaway root of ``flux-lammps-build-include`` (mmdebstrap
+    --format=null, as flux-mpi's benchmarks are): no compiler, cmake or sources in the image."""
+    suite = str(np["image-suite"])
+    include = [str(p) for p in np["flux-app-include"]] + [str(p) for p in np["flux-mpi-include"]]
+    build_include = [str(p) for p in np["flux-lammps-build-include"]]
+    tags = [str(t) for t in np["flux-lammps-tags"]]
+    uid = int(np["flux-app-user"])
+    name, want = str(np["lammps-source"]), str(np["lammps-sha256"])
+
+    def run(keydir: Path) -> dict[str, Any]:
+        images, work = image_dirs(keydir)
+        logfile = keydir / "logs" / "flux-lammps.log"
+        source = vendor_tarball(name, want)
+        with tarfile.open(source) as tar:
+            top = tar.getnames()[0].split("/")[0]
+            tar.extractall(work / "tarball", filter="data")
+        src, out = work / "tarball" / top, work / "out"
+        hns = src / "examples" / "reaxff" / "HNS"
+        if not (hns / "in.reaxc.hns").is_file():
+            raise RuntimeError(f"{source} has no examples/reaxff/HNS/in.reaxc.hns")
+        out.mkdir()
+        (work / "build.sh").write_text(LAMMPS_BUILD)
+        t0 = time.monotonic()
+        _sh(
+            [
+                "mmdebstrap", "--variant=minbase", "--mode=root", "--format=null",
+                f"--include={','.join(build_include)}",
+                '--customize-hook=mkdir -p "$1/build/src" "$1/build/out"',
+                f"--customize-hook=sync-in {src} /build/src",
+                f"--customize-hook=copy-in {work / 'build.sh'} /build",
+                '--customize-hook=chroot "$1" sh /build/build.sh',
+                f"--customize-hook=sync-out /build/out {out}",
+                suite, "/dev/null",
+            ],
+            logfile,
+        )  # fmt: skip
+        facts: dict[str, Any] = {"compiled": round(time.monotonic() - t0, 1)}
+        facts["lmp-bytes"] = (out / "bin" / "lmp").stat().st_size
+        facts["image"] = minbase_image(
+            images / "flux-lammps.tar",
+            work / "lammps.tar",
+            suite,
+            tags,
+            ["/bin/bash"],
+            logfile,
+            include,
+            [
+                flux_user(uid),
+                f"sync-in {out / 'bin'} /usr/local/bin",
+                f'mkdir -p "$1{LAMMPS_HNS}"',
+                f"sync-in {hns} {LAMMPS_HNS}",
+                'chmod -R a+rX "$1/opt/lammps"',
+            ],
+        )
+        shutil.rmtree(work)
+        return facts
+
+    recipe = {
+        "suite": suite,
+        "include": include,
+        "build": build_include,
+        "tags": tags,
+        "uid": uid,
+        "source": [name, want],
+        "script": LAMMPS_BUILD,
+        "hns": LAMMPS_HNS,
+    }
+    return NodePiece("flux-lammps", ["images/flux-lammps.tar"], recipe, run)
+
+
 # -- the set -------------------------------------------------------------------------------------
 
 
@@ -749,6 +848,7 @@ def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> lis
         images_piece(np),
         flux_images_piece(b, pins_raw, np),
         flux_mpi_piece(np),
+        flux_lammps_piece(np),
         go_piece("coredns", b, dns, dns_recipe),
         kube_router_piece(b, np),
     ]
