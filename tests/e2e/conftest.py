@@ -453,11 +453,13 @@ def flux_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def mpi_plane(toolchain: Toolchain, nodes_set: Path) -> Iterator[Any]:
-    """A real-node cluster of two nodes that also hold the MPI application image
-    (realnode/toolchain.py's flux-mpi: Open MPI, the OSU benchmarks, mpi_check)."""
+    """A real-node cluster of two nodes that also hold the MPI application images
+    (realnode/toolchain.py's flux-mpi, Open MPI, and flux-mpich, MPICH: each with the OSU
+    benchmarks and mpi_check)."""
     from fluxnodes import IMAGES
 
-    with real_planes(toolchain, nodes_set, {"mpi": "mpi"}, images=(*IMAGES, "flux-mpi.tar")) as p:
+    images = (*IMAGES, "flux-mpi.tar", "flux-mpich.tar")
+    with real_planes(toolchain, nodes_set, {"mpi": "mpi"}, images=images) as p:
         yield p["mpi"]
 
 

@@ -35,6 +35,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,7 @@ RECIPES = {
     "flux-images": 2,
     "flux-mpi": 2,
     "flux-lammps": 1,
+    "flux-mpich": 1,
 }
 
 
@@ -652,41 +654,115 @@ echo "built $n OSU benchmarks and mpi_check"
 """
 
 
-def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
-    """The MPI application image (``flux-mpi-tags``): the application image's packages
-    (``flux-app-include``, the same user ``flux``) plus Debian's Open MPI at run time
-    (``flux-mpi-include``), and, in /usr/local/bin, the OSU Micro-Benchmarks (the copy inside
-    ``flux-pmix-source``, flux-pmix's tarball, BSD) and realnode/mpi_check.c, compiled with mpicc
-    in a throwaway root of ``flux-mpi-build-include`` (mmdebstrap --format=null: nothing of it
-    is kept, the image carries no compiler). The benchmarks are also linked into
-    ``flux-mpi-osu-tree`` (where the operator's OSU image keeps them), and the image's Env
-    carries ``flux-mpi-env``."""
+# Run first in MPICH's build root: Debian's source of bookworm's MPICH configured and installed
+# under ${PREFIX} (CONFIGURE: the pins' mpich-configure), its seconds in ${OUT}/mpich-seconds,
+# and the library the programs load copied to ${OUT}/prefix; then MPI_BUILD compiles with its
+# mpicc (first on PATH), which gives the programs a RUNPATH to ${PREFIX}/lib.
+MPICH_BUILD = r"""set -eu
+SRC=/build/src OUT=/build/out PREFIX={prefix}
+mkdir -p "$OUT/prefix/lib"
+start=$(date +%s)
+cd "$SRC/mpich"
+# the test suite's own configure (the top one runs it) configures nothing the image carries
+printf '#!/bin/sh\nexit 0\n' >test/mpi/configure
+./configure --prefix="$PREFIX" {configure} >/build/configure.log 2>&1 || {{
+    tail -n 40 /build/configure.log; exit 1; }}
+make -j"$(nproc)" >/build/make.log 2>&1 || {{ tail -n 40 /build/make.log; exit 1; }}
+make install >/build/install.log 2>&1 || {{ tail -n 40 /build/install.log; exit 1; }}
+echo "$(($(date +%s) - start))" >"$OUT/mpich-seconds"
+cp -a "$PREFIX"/lib/libmpi.so.* "$OUT/prefix/lib/"
+strip --strip-unneeded "$OUT"/prefix/lib/libmpi.so.*.*
+"$PREFIX/bin/mpichversion"
+export PATH="$PREFIX/bin:$PATH"
+"""
+
+
+def download(url: str, want: str, root: Path) -> Path:
+    """``url`` in ``<cache root>/downloads/`` (fetched once, kept while its sha256 is ``want``)."""
+    import urllib.request
+
+    dest = root / "downloads" / url.rsplit("/", 1)[-1]
+    if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == want:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    with urllib.request.urlopen(url, timeout=120) as resp, part.open("wb") as fh:
+        shutil.copyfileobj(resp, fh)
+    got = hashlib.sha256(part.read_bytes()).hexdigest()
+    if got != want:
+        part.unlink()
+        raise RuntimeError(f"{url}: sha256 {got}, the pin says {want}")
+    os.replace(part, dest)
+    return dest
+
+
+def extract_dir(archive: Path, inner: str, dest: Path) -> None:
+    """The directory ``inner`` of ``archive`` (below its top directory) as ``dest``."""
+    scratch = dest.parent / f".{dest.name}.tarball"
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        top = members[0].name.split("/")[0]
+        want = f"{top}/{inner}/" if inner else f"{top}/"
+        tar.extractall(
+            scratch, members=[m for m in members if m.name.startswith(want)], filter="data"
+        )
+    shutil.move(scratch / top / inner if inner else scratch / top, dest)
+    shutil.rmtree(scratch)
+
+
+@dataclasses.dataclass
+class MpiImage:
+    """An MPI application image of flux_mpi_image: its piece, the pins' keys of its run-time
+    packages, build-root packages and tags, the script run in the build root before MPI_BUILD,
+    more sources for /build/src (name -> a function that puts one there), what of the build
+    root's /build/out the image carries besides bin/ (out directory -> path in the image), and
+    the pins' keys of where the OSU tree goes and of the image's Env, when it has them."""
+
+    piece: str
+    include: str
+    build: str
+    tags: str
+    preamble: str = ""
+    sources: dict[str, Callable[[Path], None]] = dataclasses.field(default_factory=dict)
+    carry: dict[str, str] = dataclasses.field(default_factory=dict)
+    recipe: dict[str, Any] = dataclasses.field(default_factory=dict)
+    osu_tree: str | None = None
+    env: str | None = None
+
+
+def flux_mpi_image(np: dict[str, Any], mpi: MpiImage) -> NodePiece:
+    """An MPI application image (the pins' ``mpi.tags``): the application image's packages
+    (``flux-app-include``, the same user ``flux``) plus an MPI's run time (``mpi.include``), and,
+    in /usr/local/bin, the OSU Micro-Benchmarks (the copy inside ``flux-pmix-source``, flux-pmix's
+    tarball, BSD) and realnode/mpi_check.c, compiled with that MPI's mpicc in a throwaway root of
+    ``mpi.build`` (mmdebstrap --format=null: nothing of it is kept, the image carries no
+    compiler), where ``mpi.preamble`` runs first (building the MPI, say). With ``mpi.osu_tree``
+    the benchmarks are also linked into that tree (where the operator's OSU image keeps them),
+    and the image's Env carries ``mpi.env``'s pins."""
     suite = str(np["image-suite"])
-    include = [str(p) for p in np["flux-app-include"]] + [str(p) for p in np["flux-mpi-include"]]
-    build_include = [str(p) for p in np["flux-mpi-build-include"]]
-    tags = [str(t) for t in np["flux-mpi-tags"]]
+    include = [str(p) for p in np["flux-app-include"]] + [str(p) for p in np[mpi.include]]
+    build_include = [str(p) for p in np[mpi.build]]
+    tags = [str(t) for t in np[mpi.tags]]
     uid = int(np["flux-app-user"])
     name, want = str(np["flux-pmix-source"]), str(np["flux-pmix-sha256"])
-    tree = str(np["flux-mpi-osu-tree"])
-    env = [str(e) for e in np["flux-mpi-env"]]
+    tree = str(np[mpi.osu_tree]) if mpi.osu_tree else None
+    env = [str(e) for e in np[mpi.env]] if mpi.env else None
     check_c = (HERE / "mpi_check.c").read_text()
+    script = mpi.preamble + MPI_BUILD
+    archive = f"{mpi.piece}.tar"
 
     def run(keydir: Path) -> dict[str, Any]:
         images, work = image_dirs(keydir)
-        logfile = keydir / "logs" / "flux-mpi.log"
+        logfile = keydir / "logs" / f"{mpi.piece}.log"
         source = vendor_tarball(name, want)
         src, out = work / "src", work / "out"
         src.mkdir()
         out.mkdir()
-        with tarfile.open(source) as tar:
-            top = tar.getnames()[0].split("/")[0]
-            members = [
-                m for m in tar.getmembers() if m.name.startswith(f"{top}/t/osu-micro-benchmarks/")
-            ]
-            tar.extractall(work / "tarball", members=members, filter="data")
-        shutil.move(work / "tarball" / top / "t" / "osu-micro-benchmarks", src)
+        extract_dir(source, "t/osu-micro-benchmarks", src / "osu-micro-benchmarks")
+        for put_name, put in mpi.sources.items():
+            put(src / put_name)
         (src / "mpi_check.c").write_text(check_c)
-        (work / "build.sh").write_text(MPI_BUILD)
+        (work / "build.sh").write_text(script)
         t0 = time.monotonic()
         _sh(
             [
@@ -703,38 +779,86 @@ def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
         )  # fmt: skip
         facts: dict[str, Any] = {"compiled": round(time.monotonic() - t0, 1)}
         facts["programs"] = sorted(p.name for p in (out / "bin").iterdir())
+        if (out / "mpich-seconds").is_file():
+            facts["mpich-seconds"] = int((out / "mpich-seconds").read_text())
+        hooks = [flux_user(uid)]
+        hooks += [f'mkdir -p "$1{path}"' for path in mpi.carry.values()]
+        hooks += [f"sync-in {out / d} {path}" for d, path in mpi.carry.items()]
+        hooks.append(f"sync-in {out / 'bin'} /usr/local/bin")
+        if tree:
+            hooks += [f'mkdir -p "$1{tree}"', f"sync-in {out / 'osu'} {tree}"]
         facts["image"] = minbase_image(
-            images / "flux-mpi.tar",
+            images / archive,
             work / "mpi.tar",
             suite,
             tags,
             ["/bin/bash"],
             logfile,
             include,
-            [
-                flux_user(uid),
-                f"sync-in {out / 'bin'} /usr/local/bin",
-                f'mkdir -p "$1{tree}"',
-                f"sync-in {out / 'osu'} {tree}",
-            ],
+            hooks,
             env,
         )
         shutil.rmtree(work)
         return facts
 
-    recipe = {
+    recipe: dict[str, Any] = {
         "suite": suite,
         "include": include,
         "build": build_include,
         "tags": tags,
         "uid": uid,
         "source": [name, want],
-        "osu-tree": tree,
-        "env": env,
-        "script": MPI_BUILD,
+        **({"osu-tree": tree} if tree else {}),
+        **({"env": env} if env is not None else {}),
+        "script": script,
         "c": check_c,
+        **mpi.recipe,
     }
-    return NodePiece("flux-mpi", ["images/flux-mpi.tar"], recipe, run)
+    return NodePiece(mpi.piece, [f"images/{archive}"], recipe, run)
+
+
+def flux_mpi_piece(np: dict[str, Any]) -> NodePiece:
+    """localhost/flux-mpi:bookworm: Debian's Open MPI 4.1 (``flux-mpi-include``), its mpicc from
+    libopenmpi-dev in the build root (``flux-mpi-build-include``); the OSU benchmarks also where
+    the operator's OSU image keeps them (``flux-mpi-osu-tree``), ``flux-mpi-env`` in its Env."""
+    mpi = MpiImage(
+        "flux-mpi",
+        "flux-mpi-include",
+        "flux-mpi-build-include",
+        "flux-mpi-tags",
+        osu_tree="flux-mpi-osu-tree",
+        env="flux-mpi-env",
+    )
+    return flux_mpi_image(np, mpi)
+
+
+def flux_mpich_piece(root: Path, np: dict[str, Any]) -> NodePiece:
+    """localhost/flux-mpich:bookworm: an MPICH built from Debian's source of bookworm's release
+    (``mpich-source``, sha256 ``mpich-sha256``, downloaded into ``<cache root>/downloads``) with
+    ``mpich-configure`` under ``mpich-prefix``, in the build root that then compiles the
+    programs: the ch3:nemesis device over TCP and the simple PMI (PMI-1 over the PMI_FD that
+    Flux's job shell serves), no process manager. Debian's own `mpich` is ch4:ucx only and hangs
+    in MPI_Finalize across pods (../shared/reference/mpi/README.md). The image carries the
+    library alone (``<prefix>/lib/libmpi.so.12``; its hwloc is flux-app-include's)."""
+    url, sha = str(np["mpich-source"]), str(np["mpich-sha256"])
+    prefix = str(np["mpich-prefix"])
+    configure = [str(a) for a in np["mpich-configure"]]
+    preamble = MPICH_BUILD.format(prefix=shlex.quote(prefix), configure=shlex.join(configure))
+
+    def put_mpich(dest: Path) -> None:
+        extract_dir(download(url, sha, root), "", dest)
+
+    mpi = MpiImage(
+        "flux-mpich",
+        "flux-mpich-include",
+        "flux-mpich-build-include",
+        "flux-mpich-tags",
+        preamble=preamble,
+        sources={"mpich": put_mpich},
+        carry={"prefix": prefix},
+        recipe={"mpich": [url, sha]},
+    )
+    return flux_mpi_image(np, mpi)
 
 
 # -- the LAMMPS application image ---------------------------------------------------------------
@@ -849,6 +973,7 @@ def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> lis
         flux_images_piece(b, pins_raw, np),
         flux_mpi_piece(np),
         flux_lammps_piece(np),
+        flux_mpich_piece(b.cache_root(), np),
         go_piece("coredns", b, dns, dns_recipe),
         kube_router_piece(b, np),
     ]
