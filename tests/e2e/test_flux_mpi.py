@@ -46,6 +46,7 @@ from typing import Any
 import pytest
 from fluxnodes import FluxPlane, deploy, minicluster
 from kube import condition, job, wait_until
+from osulog import osu_table, section
 from stackrun import Engine
 
 from flux_minicluster.core.base import exitcodes
@@ -124,21 +125,6 @@ def mpi_spec(
     environment = {**flavor.environment, **container.get("environment", {})}
     container = {**container, "environment": environment} if environment else container
     return minicluster(name, size, container, tasks=size, **spec)
-
-
-def osu_table(text: str) -> dict[int, float]:
-    """An OSU benchmark's table: message size -> figure (its lines ``<size> <value>``)."""
-    return {
-        int(m.group(1)): float(m.group(2))
-        for m in re.finditer(r"^(\d+)\s+([\d.]+)\s*$", text, flags=re.MULTILINE)
-    }
-
-
-def section(log: str, title: str) -> str:
-    """The lines of ``log`` after ``=== title`` up to the next ``===``."""
-    part = log.split(f"=== {title}\n", 1)
-    assert len(part) == 2, f"no section {title!r} in:\n{log}"
-    return part[1].split("\n===", 1)[0]
 
 
 def hello_hosts(log: str) -> dict[int, str]:

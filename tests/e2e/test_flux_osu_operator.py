@@ -31,6 +31,7 @@ import pytest
 import yaml
 from fluxnodes import VIEW_IMAGE, FluxPlane, deploy, minicluster
 from kube import condition, job
+from osulog import osu_table, section
 from stackrun import Engine
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,25 +56,6 @@ def with_images(spec: dict[str, Any], view: str, app: str) -> dict[str, Any]:
     return out
 
 
-def osu_table(text: str) -> dict[int, float]:
-    """An OSU benchmark's table: message size -> figure (its lines ``<size> <value>``)."""
-    return {
-        int(m.group(1)): float(m.group(2))
-        for m in re.finditer(r"^(\d+)\s+([\d.]+)\s*$", text, flags=re.MULTILINE)
-    }
-
-
-def section(log: str, title: str) -> str:
-    """The lines of ``log`` after ``=== title`` up to the next ``===``."""
-    part = log.split(f"=== {title}\n", 1)
-    assert len(part) == 2, f"no section {title!r} in:\n{log}"
-    return part[1].split("\n===", 1)[0]
-
-
-@pytest.mark.skipif(
-    not (OSU_SPEC / "minicluster.yaml").is_file(),
-    reason=f"{OSU_SPEC} is absent (../shared beside the checkout)",
-)  # before the plane is started
 def test_the_operators_osu_example_runs_with_only_its_images_changed(
     mpi_plane: FluxPlane,
     module_engine: Engine,
