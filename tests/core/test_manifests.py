@@ -380,6 +380,8 @@ def test_containers_init_flux_and_sidecars(rendered: Rendered, job_pod: JobPod) 
     assert mounts(init) == {
         layout.HOME_VOLUME: layout.HOME_DIR,
         "flux-view": "/mnt/flux",
+        # the copy of the view's software lands where the Job containers mount it
+        layout.SOFTWARE_VOLUME: "/mnt/flux/software",
         "demo-entrypoint": layout.ENTRYPOINT_DIR,
     }
     helper, flux, plain = pod["containers"]

@@ -14,6 +14,7 @@ import os
 import pty
 import select
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -937,7 +938,7 @@ def test_view_is_set_up_for_the_application(tmp_path: Path, sandbox: MakeSandbox
     path, pythonpath = result.stdout.splitlines()[-2:]
     assert path.endswith(f":{box.mount}/view/bin")
     assert pythonpath == f"{box.mount}/view/lib/python3.11/site-packages"
-    # The spack tree went from the image into the app's /opt/software, via the view volume.
+    # The spack tree the init container copied is the app's /opt/software (one emptyDir).
     assert (tmp_path / "app/opt/software/pkg/lib.so").read_text() == "so\n"
     for helper in ("flux-view.sh", "flux-connect.sh", "load-fluxion.sh"):
         assert (box.mount / helper).is_file()
@@ -1008,8 +1009,15 @@ def test_init_script_fails_without_a_view(tmp_path: Path, build: Build) -> None:
     assert not (box.mount / "flux-operator-done.txt").exists()
 
 
-def test_wait_script_refuses_to_start_without_the_view(tmp_path: Path, build: Build) -> None:
+@pytest.mark.parametrize("missing", ["view", "software"])
+def test_wait_script_refuses_to_start_without_the_view(
+    tmp_path: Path, build: Build, missing: str
+) -> None:
     box = Sandbox(tmp_path, build({"size": 1, "containers": [app(command="x")]}))
+    if missing == "software":  # the view is there, but the software emptyDir is empty
+        box.prepared()
+        shutil.rmtree(box.software)
+        box.software.mkdir()
     result = box.run("wait-0.sh", hostname=f"{NAME}-0")
     assert result.returncode == SETUP_FAILED  # die(): the failure policy's code
     assert "init container" in result.stderr

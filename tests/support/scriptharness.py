@@ -246,7 +246,7 @@ PUBLIC_KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
 SECRET_KEY = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
 
 # Roots a pod provides, per script: the init container sees the image's /opt/software and
-# /opt/view; the application containers see their own /opt/software emptyDir.
+# /opt/view; the application containers see the software emptyDir the init container filled.
 _COMMON_ROOTS = (
     layout.ENTRYPOINT_DIR,
     layout.TERMINATION_LOG,
@@ -316,8 +316,11 @@ class Sandbox:
         self.python_stdin_log = self.root / "python-stdin.log"
         self.users_file = self.root / "passwd"
         self.data = entrypoint_data(self.mc)
-        for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt/software", "dev"):
+        for sub in ("tmp", "home", "usr/bin", "image/opt/software", "app/opt", "dev"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        # One software emptyDir, mounted at <mountPath>/software (init) and /opt/software (app).
+        self.software.mkdir(parents=True)
+        (self.root / "app/opt/software").symlink_to(self.software)
         _write_executable(self.root / "usr/bin/time", FAKE_TIME)
         # The entrypoint ConfigMap.
         entry = self.path(layout.ENTRYPOINT_DIR)
@@ -371,10 +374,15 @@ class Sandbox:
             mapping["/opt/software"] = self.root / "app/opt/software"
         return {k: str(v) + ("/" if k.endswith("/") else "") for k, v in mapping.items()}
 
+    @property
+    def software(self) -> Path:
+        """The spack software emptyDir: the init container writes it at <mountPath>/software,
+        the application containers mount it at /opt/software (a link to it here)."""
+        mount = self.mc.spec.flux.container.mount_path.rstrip("/")
+        return self.path(mount) / "software"
+
     def path(self, pod_path: str) -> Path:
         """Where a pod path lives in the sandbox (for the app containers)."""
-        if pod_path == "/opt/software":
-            return self.root / "app/opt/software"
         return self.root / pod_path.lstrip("/")
 
     def rewrite(self, text: str, script: str = "") -> str:

@@ -241,13 +241,29 @@ def _credential_sources(plan: MiniClusterPlan) -> list[dict[str, Any]]:
     return sources
 
 
-def init_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
-    """The flux view init container: home, the view emptyDir, the scripts (read-only)."""
+def _base_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
+    """What the init container and every Job container mount: home, the view emptyDir, the
+    scripts (read-only)."""
     return [
         _mount(layout.HOME_VOLUME, layout.HOME_DIR),
         _mount(plan.spec.flux.container.name, plan.spec.flux.container.mount_path),
         _mount(plan.names.entrypoint, layout.ENTRYPOINT_DIR, read_only=True),
     ]
+
+
+def init_mounts(plan: MiniClusterPlan) -> list[dict[str, Any]]:
+    """The flux view init container: the base mounts, and the spack software emptyDir at
+    ``<mountPath>/software``, inside the view's.
+
+    The operator's init container copies the software into the view emptyDir, and its Flux
+    container copies it again into the software emptyDir at ``/opt/software``, where the view's
+    RPATHs point: two copies of the Flux tree per pod on the node's disk before a broker starts
+    (a few minutes and gigabytes at a hundred pods a node). Here the init container's one copy
+    lands in the software emptyDir itself, which the Job containers mount at ``/opt/software``.
+    """
+    mounts = _base_mounts(plan)
+    mounts.insert(2, _mount(layout.SOFTWARE_VOLUME, plan.paths.software))
+    return mounts
 
 
 def flux_mounts(
@@ -256,7 +272,7 @@ def flux_mounts(
     """What every Job container mounts; ``curve`` for the containers that reach the broker;
     ``credentials`` for the one that starts it (``wait.sh`` reads the passwords, the RESTful
     token and the munge key, when the MiniCluster has them; nothing else does)."""
-    mounts = init_mounts(plan)
+    mounts = _base_mounts(plan)
     if curve:
         mounts.append(_mount(layout.CURVE_VOLUME, layout.CURVE_DIR, read_only=True))
     mounts.append(_mount(layout.SOFTWARE_VOLUME, layout.SOFTWARE_DIR))
