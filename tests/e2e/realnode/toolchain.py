@@ -62,6 +62,7 @@ RECIPES = {
     "flux-mpi": 2,
     "flux-lammps": 1,
     "flux-mpich": 1,
+    "flux-operator": 1,
 }
 
 
@@ -959,6 +960,56 @@ def flux_lammps_piece(np: dict[str, Any]) -> NodePiece:
     return NodePiece("flux-lammps", ["images/flux-lammps.tar"], recipe, run)
 
 
+# -- the Flux Operator ---------------------------------------------------------------------------
+
+# What upstream's `make build` sets for the czmq keygen (its Makefile's BUILDENVVAR, less the
+# -lstdc++ nothing here needs).
+OPERATOR_CGO_LDFLAGS = "-lczmq -lzmq"
+OPERATOR_CRD = "crd/flux-framework.org_miniclusters.yaml"
+
+
+def flux_operator_piece(b: ModuleType, np: dict[str, Any]) -> NodePiece:
+    """The Flux Operator's manager (``flux-operator-source``, sha256 ``flux-operator-sha256``,
+    MIT) and its CRD, to run beside the component on a real-node cluster (operatorplane.py):
+    `go build` in the unpacked tarball with its own go.mod (the toolchain's GOMODCACHE, GOCACHE
+    and GOFLAGS=-mod=mod), as upstream's `make build`: pkg/flux/keygen.go.template (CGO, czmq)
+    replaces the stub keygen.go, which returns an empty certificate (the brokers could not
+    start). bin/manager and config/crd/bases/*.yaml in crd/; nothing else is kept."""
+    name, want = str(np["flux-operator-source"]), str(np["flux-operator-sha256"])
+
+    def run(keydir: Path) -> dict[str, Any]:
+        source = vendor_tarball(name, want)
+        work = keydir / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        with tarfile.open(source) as tar:
+            top = tar.getnames()[0].split("/")[0]
+            tar.extractall(work, filter="data")
+        src = work / top
+        keygen = src / "pkg" / "flux"
+        shutil.copyfile(keygen / "keygen.go.template", keygen / "keygen.go")
+        env = b.go_env(b.cache_root())
+        env.update(CGO_ENABLED="1", CGO_LDFLAGS=OPERATOR_CGO_LDFLAGS)
+        out = keydir / "bin" / "manager"
+        t0 = time.monotonic()
+        b.run_go(
+            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), "."],
+            src,
+            env,
+            keydir / "logs" / "flux-operator.log",
+        )
+        facts: dict[str, Any] = {"go-build": round(time.monotonic() - t0, 1)}
+        crds = sorted((src / "config" / "crd" / "bases").glob("*.yaml"))
+        (keydir / "crd").mkdir(exist_ok=True)
+        for crd in crds:
+            shutil.copyfile(crd, keydir / "crd" / crd.name)
+        facts.update(bytes=out.stat().st_size, crds=[c.name for c in crds])
+        shutil.rmtree(work)
+        return facts
+
+    recipe = {"source": [name, want], "cgo": OPERATOR_CGO_LDFLAGS, "keygen": "template"}
+    return NodePiece("flux-operator", ["bin/manager", OPERATOR_CRD], recipe, run)
+
+
 # -- the set -------------------------------------------------------------------------------------
 
 
@@ -976,6 +1027,7 @@ def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> lis
         flux_mpich_piece(b.cache_root(), np),
         go_piece("coredns", b, dns, dns_recipe),
         kube_router_piece(b, np),
+        flux_operator_piece(b, np),
     ]
 
 
