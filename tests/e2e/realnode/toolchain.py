@@ -58,7 +58,7 @@ RECIPES = {
     "coredns": 1,
     "kube-router": 1,
     "images": 1,
-    "flux-images": 2,
+    "flux-images": 3,
     "flux-mpi": 2,
     "flux-lammps": 1,
     "flux-mpich": 1,
@@ -394,6 +394,10 @@ def vendor_tarball(name: str, sha256: str) -> Path:
 # container copies it into the pod, the Flux container copies it back to this path, and the view's
 # binaries find their libraries, modules and libexec there by their absolute RPATHs and paths.
 VIEW_SOFTWARE = "/opt/software"
+# The spack environment's view, as the operator's view images have it: /opt/view links to
+# /opt/views/._view/<hash>. The operator's init script lists that directory for the <hash> and
+# copies what is in it (the component's follows /opt/view); here <hash> links to the prefix.
+VIEW_ENV = "/opt/views/._view"
 
 
 def relocated_prefix(old: str, key: str) -> str:
@@ -531,8 +535,8 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
       `flux-app-user`) for specs that run as non-root, as ubuntu's images carry `ubuntu` (1000);
     - the flux view image (spec.flux.container.image), laid out as the operator's: Flux and
       Fluxion installed under /opt/software (the prefix moved there, see relocated_prefix),
-      /opt/view a link to it (the operator's views are /opt/view -> /opt/views/._view/<hash>), on
-      a minbase root with the bash and coreutils its init script runs; and flux-pmix's job shell
+      /opt/view -> /opt/views/._view/<key> -> it (VIEW_ENV, as the operator's views), on a
+      minbase root with the bash and coreutils its init script runs; and flux-pmix's job shell
       plugin (`flux-pmix-source`, built here, see build_flux_pmix), the libraries it needs that
       the application image lacks (libpmix.so.2, munge, libevent: libraries_lacking) in
       PMIX_LIBDIR, relocated with the rest.
@@ -588,7 +592,10 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
             "libraries": [lib.name for lib in lacking],
             "relocated": moved,
         }
-        (staging / "opt" / "view").symlink_to(new)
+        env_view = f"{VIEW_ENV}/{flux_key}"
+        (staging / env_view.lstrip("/")).parent.mkdir(parents=True)
+        (staging / env_view.lstrip("/")).symlink_to(new)
+        (staging / "opt" / "view").symlink_to(env_view)
         view = [f"sync-in {staging / 'opt'} /opt"]
         facts["view"] = minbase_image(
             images / "flux-view.tar",
@@ -611,6 +618,7 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         "uid": uid,
         "flux": flux_key,
         "software": VIEW_SOFTWARE,
+        "view-env": VIEW_ENV,
         "skip": sorted(skip),
         "flux-pmix": [pmix_source, pmix_sha, pmix_version, FLUX_PMIX_BUILD],
         "pmix-layout": [PMIX_PLUGIN, PMIX_LIBDIR],
