@@ -4,9 +4,9 @@ process against it, so that the operator's own MiniClusters run on the same real
 as the component's, to be compared with them.
 
     with FluxPlane(bindir, nodes_set, "op") as plane, OperatorPlane(plane, nodes_set) as op:
-        op.apply(operator_spec(doc), "ns")          # kubectl apply of the MiniCluster
-        op.wait_complete("flux-sample", "ns")       # its Job Complete
-        op.delete("flux-sample", "ns")              # the MiniCluster, until its pods are gone
+        run = op.run(operator_spec(doc), "ns")      # kubectl apply .. Job Complete, timed
+        plane.rank_log("ns", run.name)              # what rank 0 printed
+        op.delete(run.name, "ns")                   # seconds until it and its pods are gone
 
 The manager runs outside the cluster, as upstream's `make run` does: the plane's admin kubeconfig,
 no metrics, its health probe on a free loopback port, no leader election; its log is
@@ -17,6 +17,7 @@ logged ``Starting workers``; it is stopped (its process group) when the block en
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import subprocess
 import time
 import urllib.error
@@ -26,7 +27,8 @@ from typing import Any
 
 import yaml
 from controlplane import free_ports, stop_group, tail
-from fluxnodes import APP_IMAGE, FluxPlane, localize, wait_job_complete
+from fluxnodes import APP_IMAGE, UP_BROKERS, FluxPlane, localize, wait_job_complete
+from kube import condition, job
 
 GROUP = "flux-framework.org"
 VERSION = "v1alpha2"
@@ -48,6 +50,19 @@ def operator_spec(
 
 class OperatorError(RuntimeError):
     pass
+
+
+@dataclasses.dataclass
+class Run:
+    """A MiniCluster run to Job Complete by OperatorPlane.run: seconds from its `kubectl apply`
+    until rank 0's instance had all ``size`` brokers up (None: it ended between two polls) and
+    until its Job was Complete."""
+
+    name: str
+    namespace: str
+    size: int
+    joined: float | None
+    complete: float
 
 
 class OperatorPlane:
@@ -78,10 +93,13 @@ class OperatorPlane:
                 raise OperatorError(f"{path} is missing: build realnode/toolchain.py's set")
         t0 = time.monotonic()
         self.plane.rc.kubectl("apply", "--server-side", "-f", str(self.crd_dir))
-        self.plane.rc.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s",
-            f"crd/miniclusters.{GROUP}",
-        )  # fmt: skip
+        # polled, not `kubectl wait`: that fails on a CRD whose status has no conditions yet
+        crd = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/miniclusters.{GROUP}"
+        self.plane.rc.wait_for(
+            "the MiniCluster CRD Established",
+            lambda: condition(self.plane.cp.get(crd) or {}, "Established") == "True",
+            timeout=60,
+        )
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.port,) = free_ports(1)
         argv = [
@@ -168,9 +186,43 @@ class OperatorPlane:
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.log_tail()}") from None
 
+    def run(self, spec: dict[str, Any], namespace: str, timeout: float = 240) -> Run:
+        """``apply`` the MiniCluster ``spec`` and wait for its Job to be Complete, asking rank 0's
+        instance meanwhile (``kubectl exec`` of fluxnodes.UP_BROKERS in its Flux container,
+        named as the MiniCluster) how many brokers are up: when each happened, from the apply.
+        An AssertionError with the pods' logs and the manager's when the Job fails or the time
+        runs out."""
+        name, size = spec["metadata"]["name"], int(spec["spec"].get("size", 1))
+        t0 = time.monotonic()
+        self.apply(spec, namespace)
+        joined = None
+        while True:
+            live = job(self.plane.cp, namespace, name)
+            failed = live is not None and condition(live, "Failed") == "True"
+            late = time.monotonic() - t0 > timeout
+            if failed or late:
+                what = f"failed: {live['status']}" if failed else f"not Complete in {timeout:.0f}s"
+                raise AssertionError(
+                    f"Job {namespace}/{name} {what}\n"
+                    f"{self.plane.diagnostics(namespace, name)}\n{self.log_tail()}"
+                )
+            if live is not None and condition(live, "Complete") == "True":
+                return Run(name, namespace, size, joined, time.monotonic() - t0)
+            self.check_alive()
+            rank0 = self.plane.rank_pod(namespace, name, 0, "Running")
+            if joined is None and rank0 is not None:
+                try:
+                    up = self.plane.exec(namespace, rank0["metadata"]["name"], name, UP_BROKERS)
+                except AssertionError:  # no instance yet, or no longer
+                    up = ""
+                if up.strip() == str(size):
+                    joined = time.monotonic() - t0
+                    continue
+            time.sleep(0.2)
+
     def delete(self, name: str, namespace: str, timeout: float = 120) -> float:
         """Delete the MiniCluster (background propagation, as ``kubectl delete`` does) and wait
-        until it and its Job's pods are gone: the seconds that took."""
+        until it, its Job (named as it) and the Job's pods are gone: the seconds that took."""
         t0 = time.monotonic()
         self.plane.rc.kubectl(
             "delete", "-n", namespace, f"miniclusters.{GROUP}", name, "--wait=false"
@@ -178,7 +230,11 @@ class OperatorPlane:
 
         def gone() -> bool:
             self.check_alive()
-            return self.get(name, namespace) is None and not self.plane.pods(namespace, name)
+            return (
+                self.get(name, namespace) is None
+                and job(self.plane.cp, namespace, name) is None
+                and not self.plane.pods(namespace, name)
+            )
 
         self.plane.rc.wait_for(f"MiniCluster {namespace}/{name} and its pods gone", gone, timeout)
         return time.monotonic() - t0
