@@ -136,7 +136,7 @@ def collection_path(obj: dict[str, Any]) -> str:
     return path.rstrip("/")
 
 
-def _free_ports(n: int) -> list[int]:
+def free_ports(n: int) -> list[int]:
     socks = []
     try:
         for _ in range(n):
@@ -155,11 +155,26 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise ControlPlaneError(f"openssl {' '.join(args)} failed: {proc.stderr.strip()}")
 
 
-def _tail(path: Path, lines: int = 25) -> str:
+def tail(path: Path, lines: int = 25) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 5) -> None:
+    """End the process group ``proc`` leads (started with ``start_new_session``): SIGTERM and
+    up to ``grace`` seconds while the leader runs, then SIGKILL to the group whatever happened,
+    since it may hold children that outlive the leader."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
 
 
 class ControlPlane:
@@ -228,17 +243,7 @@ class ControlPlane:
         """End every process group in reverse start order (kwok first, etcd last: an API server
         whose etcd is gone waits for it instead of exiting), then remove the work directory."""
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=5)
-            # SIGKILL the group whatever happened: it may hold children that outlive the leader
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
+            stop_group(self.procs[name])
         self.procs.clear()
         with _LIVE_LOCK:
             _LIVE.discard(self)
@@ -379,7 +384,7 @@ class ControlPlane:
         return time.monotonic() - t0
 
     def logs(self, component: str, lines: int = 50) -> str:
-        return _tail(self.workdir / "logs" / f"{component}.log", lines)
+        return tail(self.workdir / "logs" / f"{component}.log", lines)
 
     def wait_for(
         self, what: str, predicate: Any, timeout: float = 60, interval: float = 0.2
@@ -399,7 +404,7 @@ class ControlPlane:
     def _start(self, t0: float) -> None:
         w = self.workdir
         (w / "logs").mkdir(parents=True, exist_ok=True)
-        etcd_client, etcd_peer, api_port, kcm_port, sched_port = _free_ports(5)
+        etcd_client, etcd_peer, api_port, kcm_port, sched_port = free_ports(5)
         self.port = api_port
         self.server = f"https://{self.address}:{api_port}"
 

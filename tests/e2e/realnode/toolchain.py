@@ -58,10 +58,11 @@ RECIPES = {
     "coredns": 1,
     "kube-router": 1,
     "images": 1,
-    "flux-images": 2,
+    "flux-images": 3,
     "flux-mpi": 2,
     "flux-lammps": 1,
     "flux-mpich": 1,
+    "flux-operator": 1,
 }
 
 
@@ -393,6 +394,10 @@ def vendor_tarball(name: str, sha256: str) -> Path:
 # container copies it into the pod, the Flux container copies it back to this path, and the view's
 # binaries find their libraries, modules and libexec there by their absolute RPATHs and paths.
 VIEW_SOFTWARE = "/opt/software"
+# The spack environment's view, as the operator's view images have it: /opt/view links to
+# /opt/views/._view/<hash>. The operator's init script lists that directory for the <hash> and
+# copies what is in it (the component's follows /opt/view); here <hash> links to the prefix.
+VIEW_ENV = "/opt/views/._view"
 
 
 def relocated_prefix(old: str, key: str) -> str:
@@ -530,8 +535,8 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
       `flux-app-user`) for specs that run as non-root, as ubuntu's images carry `ubuntu` (1000);
     - the flux view image (spec.flux.container.image), laid out as the operator's: Flux and
       Fluxion installed under /opt/software (the prefix moved there, see relocated_prefix),
-      /opt/view a link to it (the operator's views are /opt/view -> /opt/views/._view/<hash>), on
-      a minbase root with the bash and coreutils its init script runs; and flux-pmix's job shell
+      /opt/view -> /opt/views/._view/<key> -> it (VIEW_ENV, as the operator's views), on a
+      minbase root with the bash and coreutils its init script runs; and flux-pmix's job shell
       plugin (`flux-pmix-source`, built here, see build_flux_pmix), the libraries it needs that
       the application image lacks (libpmix.so.2, munge, libevent: libraries_lacking) in
       PMIX_LIBDIR, relocated with the rest.
@@ -587,7 +592,10 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
             "libraries": [lib.name for lib in lacking],
             "relocated": moved,
         }
-        (staging / "opt" / "view").symlink_to(new)
+        env_view = f"{VIEW_ENV}/{flux_key}"
+        (staging / env_view.lstrip("/")).parent.mkdir(parents=True)
+        (staging / env_view.lstrip("/")).symlink_to(new)
+        (staging / "opt" / "view").symlink_to(env_view)
         view = [f"sync-in {staging / 'opt'} /opt"]
         facts["view"] = minbase_image(
             images / "flux-view.tar",
@@ -610,6 +618,7 @@ def flux_images_piece(b: ModuleType, pins_raw: dict[str, object], np: dict[str, 
         "uid": uid,
         "flux": flux_key,
         "software": VIEW_SOFTWARE,
+        "view-env": VIEW_ENV,
         "skip": sorted(skip),
         "flux-pmix": [pmix_source, pmix_sha, pmix_version, FLUX_PMIX_BUILD],
         "pmix-layout": [PMIX_PLUGIN, PMIX_LIBDIR],
@@ -959,6 +968,56 @@ def flux_lammps_piece(np: dict[str, Any]) -> NodePiece:
     return NodePiece("flux-lammps", ["images/flux-lammps.tar"], recipe, run)
 
 
+# -- the Flux Operator ---------------------------------------------------------------------------
+
+# What upstream's `make build` sets for the czmq keygen (its Makefile's BUILDENVVAR, less the
+# -lstdc++ nothing here needs).
+OPERATOR_CGO_LDFLAGS = "-lczmq -lzmq"
+OPERATOR_CRD = "crd/flux-framework.org_miniclusters.yaml"
+
+
+def flux_operator_piece(b: ModuleType, np: dict[str, Any]) -> NodePiece:
+    """The Flux Operator's manager (``flux-operator-source``, sha256 ``flux-operator-sha256``,
+    MIT) and its CRD, to run beside the component on a real-node cluster (operatorplane.py):
+    `go build` in the unpacked tarball with its own go.mod (the toolchain's GOMODCACHE, GOCACHE
+    and GOFLAGS=-mod=mod), as upstream's `make build`: pkg/flux/keygen.go.template (CGO, czmq)
+    replaces the stub keygen.go, which returns an empty certificate (the brokers could not
+    start). bin/manager and config/crd/bases/*.yaml in crd/; nothing else is kept."""
+    name, want = str(np["flux-operator-source"]), str(np["flux-operator-sha256"])
+
+    def run(keydir: Path) -> dict[str, Any]:
+        source = vendor_tarball(name, want)
+        work = keydir / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        with tarfile.open(source) as tar:
+            top = tar.getnames()[0].split("/")[0]
+            tar.extractall(work, filter="data")
+        src = work / top
+        keygen = src / "pkg" / "flux"
+        shutil.copyfile(keygen / "keygen.go.template", keygen / "keygen.go")
+        env = b.go_env(b.cache_root())
+        env.update(CGO_ENABLED="1", CGO_LDFLAGS=OPERATOR_CGO_LDFLAGS)
+        out = keydir / "bin" / "manager"
+        t0 = time.monotonic()
+        b.run_go(
+            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), "."],
+            src,
+            env,
+            keydir / "logs" / "flux-operator.log",
+        )
+        facts: dict[str, Any] = {"go-build": round(time.monotonic() - t0, 1)}
+        crds = sorted((src / "config" / "crd" / "bases").glob("*.yaml"))
+        (keydir / "crd").mkdir(exist_ok=True)
+        for crd in crds:
+            shutil.copyfile(crd, keydir / "crd" / crd.name)
+        facts.update(bytes=out.stat().st_size, crds=[c.name for c in crds])
+        shutil.rmtree(work)
+        return facts
+
+    recipe = {"source": [name, want], "cgo": OPERATOR_CGO_LDFLAGS, "keygen": "template"}
+    return NodePiece("flux-operator", ["bin/manager", OPERATOR_CRD], recipe, run)
+
+
 # -- the set -------------------------------------------------------------------------------------
 
 
@@ -976,6 +1035,7 @@ def node_pieces(b: ModuleType, pins_raw: dict[str, object], logdir: Path) -> lis
         flux_mpich_piece(b.cache_root(), np),
         go_piece("coredns", b, dns, dns_recipe),
         kube_router_piece(b, np),
+        flux_operator_piece(b, np),
     ]
 
 
