@@ -438,18 +438,27 @@ def sandbox(tmp_path: Path, build: Build) -> MakeSandbox:
     return make
 
 
+FLAT = "-Stbon.topo=kary:0"  # the tree of every MiniCluster of at most 129 brokers
+FANOUT = "-Stbon.fanout=256"  # the operator's, kept by a bursting group
+
+
 def options(
-    box: Sandbox, *extra: str, quorum: int | None = None, zmq: bool = False, level: int = 6
+    box: Sandbox,
+    *extra: str,
+    quorum: int | None = None,
+    zmq: bool = False,
+    level: int = 6,
+    tree: str = FLAT,
 ) -> list[str]:
     """The broker options every broker of ``box`` gets, in the script's order."""
     config = box.mount / "config"
     return [
         f"-Scron.directory={config}/etc/flux/system/cron.d",
-        "-Stbon.fanout=256",
         f"-Srundir={config}/run/flux",
         f"-Sstatedir={config}/var/lib/flux",
         "-Slog-stderr-mode=local",
         *extra,
+        tree,
         *([f"-Sbroker.quorum={quorum}"] if quorum is not None else []),
         *(["-Stbon.zmqdebug=1"] if zmq else []),
         f"-Slog-stderr-level={level}",
@@ -515,8 +524,8 @@ def test_quorum_wrap_prefix_flags_and_commands(tmp_path: Path, sandbox: MakeSand
     time_bin = str(tmp_path / "usr/bin/time")
 
     def common(box: Sandbox) -> list[str]:
-        extra = (socket_uri(box), "-Stbon.connect_timeout=5s", "-Stbon.topo=kary:2")
-        return options(box, *extra, quorum=2, zmq=True, level=7)
+        extra = (socket_uri(box), "-Stbon.connect_timeout=5s")
+        return options(box, *extra, quorum=2, zmq=True, level=7, tree="-Stbon.topo=kary:2")
 
     assert box.broker_calls() == [
         [
@@ -715,7 +724,10 @@ def test_bursted_child_has_no_rank0(tmp_path: Path, sandbox: MakeSandbox) -> Non
     result = box.run("wait-0.sh", hostname="child-0")
     assert result.returncode == 0, result.stderr
     assert box.broker_calls() == [
-        [*start(box), *options(box, socket_uri(box), "-Stbon.connect_timeout=5s", zmq=True)]
+        [
+            *start(box),
+            *options(box, socket_uri(box), "-Stbon.connect_timeout=5s", zmq=True, tree=FANOUT),
+        ]
     ]
     assert markers(result.stdout) == ["wp"]
     assert ["R", "encode", f"--hosts=34.1.2.3,{NAME}-[1-3],child-[0-1]", "--local"] in (

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from flux_minicluster.core.base import layout, placeholders
 from flux_minicluster.core.base.errors import Problem
-from flux_minicluster.core.flux import brokerconfig, hostlist
+from flux_minicluster.core.flux import brokerconfig, hostlist, tree
 from flux_minicluster.core.kube import completion, kubeversion
 from flux_minicluster.core.kube.labels import NETWORK_POLICY_ANNOTATION
 from flux_minicluster.core.planning import autoscale as autoscaling
@@ -177,6 +177,10 @@ class MiniClusterPlan:
     """Every broker's host in rank order: the ``hostlist`` file, R's hosts, an output."""
     quorum: int | None
     """Broker quorum, or None for Flux's default of every rank."""
+    topology: str | None
+    """The brokers' tree (``tbon.topo``): the spec's ``flux.topology``, else the one
+    ``core.flux.tree`` chooses for ``maxSize`` brokers; None where the operator's fanout of 256
+    stays (a bursting group, a custom hostlist, the user's broker config)."""
     burst_group: str | None
     """The bursting group this cluster belongs to (the lead's name), None when it has none."""
     rank_order_deferred: bool
@@ -331,6 +335,7 @@ def build(
         host_entries=entries,
         hostlist=hosts,
         quorum=_quorum(spec),
+        topology=_topology(spec, role, user),
         burst_group=_burst_group(spec, definition.name),
         rank_order_deferred=deferred,
         network_policy=definition.annotations.get(NETWORK_POLICY_ANNOTATION) != "false",
@@ -432,6 +437,21 @@ def _quorum(spec: MiniClusterSpec) -> int | None:
     if spec.size != spec.max_size or root_of_bursts:
         return spec.size
     return None
+
+
+def _topology(
+    spec: MiniClusterSpec, role: Role, user: brokerconfig.UserConfig | None
+) -> str | None:
+    """The spec's tree, or the size's for a MiniCluster whose brokers are its ``maxSize`` pods.
+
+    The clusters of a bursting group must all pass the same tree, and a burst learns the
+    group's size only when it deploys; a custom hostlist or broker config is the user's own
+    layout. Those keep the operator's ``tbon.fanout=256``."""
+    if spec.flux.topology:
+        return spec.flux.topology
+    if role is not Role.STANDALONE or spec.flux.bursting.hostlist or user is not None:
+        return None
+    return tree.for_size(spec.max_size)
 
 
 def size_free(plan: MiniClusterPlan) -> MiniClusterPlan:

@@ -553,7 +553,6 @@ def _broker_options(plan: MiniClusterPlan) -> list[str]:
     paths = plan.paths
     options = [
         shquote(f"-Scron.directory={paths.cron_dir}"),
-        "-Stbon.fanout=256",
         shquote(f"-Srundir={paths.run_dir}"),
         shquote(f"-Sstatedir={paths.state_dir}"),
         "-Slog-stderr-mode=local",
@@ -566,8 +565,10 @@ def _broker_options(plan: MiniClusterPlan) -> list[str]:
         options.append(shquote(f"-Slocal-uri=local://{paths.socket}"))
     if flux.connect_timeout:
         options.append(shquote(f"-Stbon.connect_timeout={flux.connect_timeout}"))
-    if flux.topology:
-        options.append(shquote(f"-Stbon.topo={flux.topology}"))
+    # The tree: the spec's or the size's (core.flux.tree); else the operator's fanout.
+    options.append(
+        shquote(f"-Stbon.topo={plan.topology}") if plan.topology else "-Stbon.fanout=256"
+    )
     if plan.quorum is not None:
         options.append(f"-Sbroker.quorum={plan.quorum}")
     if spec.logging.zeromq or _bursting(plan):

@@ -531,7 +531,9 @@ class FluxSpec(SpecModel):
     disable_socket: bool = False
     """Leave out ``-Slocal-uri``: the broker opens Flux's default socket in its rundir."""
     topology: str | None = None
-    """The brokers' tree (``-Stbon.topo``): kary:<N>, binomial, mincrit[:<N>] or custom."""
+    """The brokers' tree (``-Stbon.topo``): kary:<N>, binomial, mincrit[:<N>] or custom. Unset:
+    flat up to 129 brokers, then the fewest routers that keep every fanout within 128
+    (``core.flux.tree``); the operator passes ``tbon.fanout=256`` at every size."""
     no_wait_socket: bool = False
     """Wrapped sidecars do not wait for the broker's socket before their command."""
     complete_workers: bool = False
