@@ -67,3 +67,17 @@ def test_the_plan_takes_the_spec_tree_or_the_size_tree(
     doc: dict[str, Any], topology: str | None
 ) -> None:
     assert plans.build(parse(doc, name="a", namespace="b")).topology == topology
+
+
+@pytest.mark.parametrize(
+    ("brokers", "topology", "widest"),
+    [
+        (256, "kary:0", 255),
+        (256, "kary:256", 255),  # the operator's fanout: flat up to 257 brokers
+        (512, "kary:256", 256),
+        (512, "mincrit:4", 127),
+        (1536, "mincrit:11", 139),
+    ],
+)
+def test_widest_fanout(brokers: int, topology: str, widest: int) -> None:
+    assert tree.widest_fanout(brokers, topology) == widest

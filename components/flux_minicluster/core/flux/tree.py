@@ -53,11 +53,13 @@ def _router_fanout(brokers: int, k: int) -> int:
 
 
 def widest_fanout(brokers: int, topology: str) -> int:
-    """The most children a broker has under ``topology`` (``kary:0`` or ``mincrit:<k>``)."""
+    """The most children a broker has under ``topology`` (``kary:<k>`` or ``mincrit:<k>``)."""
     scheme, _, value = topology.partition(":")
     k = int(value or 0)
-    if scheme != "mincrit" or k == 0:
+    if k == 0:
         return max(0, brokers - 1)
+    if scheme == "kary":
+        return min(k, brokers - 1)
     return max(k, _router_fanout(brokers, k))
 
 
