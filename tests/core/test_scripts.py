@@ -438,7 +438,7 @@ def sandbox(tmp_path: Path, build: Build) -> MakeSandbox:
     return make
 
 
-FLAT = "-Stbon.topo=kary:0"  # the tree of every MiniCluster of at most 129 brokers
+FLAT = "-Stbon.topo=kary:0"  # the tree of every MiniCluster of at most 257 brokers
 FANOUT = "-Stbon.fanout=256"  # the operator's, kept by a bursting group
 
 

@@ -1,4 +1,4 @@
-"""The brokers' tree: flat while rank 0 can hold every broker, then the fewest routers that keep
+"""The brokers' tree: flat while rank 0 can hold every broker (256), then the fewest routers that keep
 every broker's children within the limit (Flux's mincrit with a limit of its own); the spec's
 ``flux.topology`` wins, and a bursting group keeps the operator's fanout."""
 
@@ -21,12 +21,11 @@ from flux_minicluster.core.reading.loading import parse
         (1, "kary:0"),
         (4, "kary:0"),
         (64, "kary:0"),
-        (129, "kary:0"),  # rank 0 and its 128 children
-        (130, "mincrit:2"),  # never one router: it would only move rank 0's load to rank 1
-        (256, "mincrit:2"),
-        (1024, "mincrit:8"),
-        (1536, "mincrit:12"),  # flux-core#6806: mincrit:11 ran 83 jobs/s there, flat 10.9
-        (65536, "mincrit:509"),
+        (257, "kary:0"),  # rank 0 and its 256 children, as the operator's fanout
+        (258, "mincrit:2"),  # never one router: it would only move rank 0's load to rank 1
+        (1024, "mincrit:4"),
+        (1536, "mincrit:6"),  # flux-core#6806: mincrit:5 ran 38 to 44 jobs/s there, flat 10.9
+        (65536, "mincrit:255"),
     ],
 )
 def test_the_tree_for_a_size(brokers: int, topology: str) -> None:
@@ -56,9 +55,10 @@ def spec(size: int, **flux: Any) -> dict[str, Any]:
     ("doc", "topology"),
     [
         (spec(4), "kary:0"),
-        (spec(200), "mincrit:2"),
-        ({**spec(64), "maxSize": 300}, "mincrit:3"),  # the instance's ranks are maxSize's
-        (spec(200, topology="binomial"), "binomial"),  # the user's tree is kept
+        (spec(200), "kary:0"),
+        (spec(300), "mincrit:2"),
+        ({**spec(64), "maxSize": 600}, "mincrit:3"),  # the instance's ranks are maxSize's
+        (spec(300, topology="binomial"), "binomial"),  # the user's tree is kept
         (spec(4, bursting={"clusters": [{"size": 4, "name": "burst"}]}), None),
         (spec(4, bursting={"hostlist": "a-[0-3],b-[0-3]"}), None),
     ],

@@ -532,8 +532,8 @@ class FluxSpec(SpecModel):
     """Leave out ``-Slocal-uri``: the broker opens Flux's default socket in its rundir."""
     topology: str | None = None
     """The brokers' tree (``-Stbon.topo``): kary:<N>, binomial, mincrit[:<N>] or custom. Unset:
-    flat up to 129 brokers, then the fewest routers that keep every fanout within 128
-    (``core.flux.tree``); the operator passes ``tbon.fanout=256`` at every size."""
+    flat up to 257 brokers, then the fewest routers that keep every fanout within 256
+    (``core.flux.tree``); the operator's ``tbon.fanout=256`` makes 256 routers there."""
     no_wait_socket: bool = False
     """Wrapped sidecars do not wait for the broker's socket before their command."""
     complete_workers: bool = False
