@@ -1,6 +1,6 @@
-"""The brokers' tree: flat while rank 0 can hold every broker (256), then the fewest routers that keep
-every broker's children within the limit (Flux's mincrit with a limit of its own); the spec's
-``flux.topology`` wins, and a bursting group keeps the operator's fanout."""
+"""The brokers' tree: flat while rank 0 can hold every broker (256), then the fewest routers
+that keep every broker's children within the limit (Flux's mincrit with a limit of its own);
+the spec's ``flux.topology`` wins, and a bursting group keeps the operator's fanout."""
 
 from __future__ import annotations
 
