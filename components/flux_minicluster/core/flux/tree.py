@@ -5,8 +5,8 @@ resource`, the KVS) travels the tree, and a broker's cost per message grows with
 children it talks to directly. The Flux Operator always passes ``-Stbon.fanout=256``: one flat
 tree up to 257 brokers, where rank 0 talks to every broker itself, and a 256-wide one beyond.
 Measured upstream at 1,536 brokers (flux-core#6806), job throughput follows the widest fanout of
-the tree: 10.9 jobs/s flat (1,535 children), 23 to 24 at 512, 44 at about 300, 65 at 170, 83 at
-139 and 95 at 128.
+the tree: 10.9 jobs/s flat (1,535 children), 20 to 24 at 512, 38 to 44 at about 300, 65 at 170,
+83 at 139 and 95 at 128 (the last three with four ZeroMQ I/O threads at rank 0).
 
 A flat tree has the one virtue a MiniCluster needs most: no broker but rank 0 is on the path of
 another, so Kubernetes replacing any worker pod loses that broker alone. A tree's routers are
